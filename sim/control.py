@@ -1,0 +1,326 @@
+"""Control-plane state: the single artifact the simulator and BMv2 both run.
+
+A :class:`ControlState` maps each switch to a :class:`SwitchConfig` holding
+P4Runtime-shaped table entries, multicast groups and clone sessions. Data-plane
+models look entries up with :meth:`SwitchConfig.lookup`; the HIL adapter writes
+the same entries through P4Runtime; :func:`diff` yields the INSERT / MODIFY /
+DELETE writes between two states; :func:`to_runtime_json` exports one switch in
+the shape of p4lang/tutorials' ``sN-runtime.json``.
+
+Table and action names are the fully qualified P4 names (``MyIngress.t``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Literal
+
+# -- match values ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Exact:
+    value: int
+
+    def matches(self, key: int) -> bool:
+        return key == self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Ternary:
+    value: int
+    mask: int
+
+    def matches(self, key: int) -> bool:
+        return key & self.mask == self.value & self.mask
+
+
+@dataclass(frozen=True, slots=True)
+class Lpm:
+    value: int
+    prefix_len: int
+    width: int
+
+    def matches(self, key: int) -> bool:
+        shift = self.width - self.prefix_len
+        return key >> shift == self.value >> shift
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    low: int
+    high: int
+
+    def matches(self, key: int) -> bool:
+        return self.low <= key <= self.high
+
+
+Match = Exact | Ternary | Lpm | Range
+
+
+@dataclass(frozen=True, slots=True)
+class TableEntry:
+    """One table entry: match fields in key order, action, action parameters.
+
+    ``priority`` orders ternary/range entries (higher wins, as in P4Runtime);
+    LPM entries are ordered by prefix length.
+    """
+
+    table: str
+    match: tuple[tuple[str, Match], ...]
+    action: str
+    params: tuple[tuple[str, int], ...] = ()
+    priority: int = 0
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, Match], ...], int]:
+        """What identifies the entry in P4Runtime (table, match, priority)."""
+        return (self.table, self.match, self.priority)
+
+    def param(self, name: str) -> int:
+        for k, v in self.params:
+            if k == name:
+                return v
+        raise KeyError(f"{self.table}/{self.action} has no parameter {name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MulticastGroup:
+    """A PRE multicast group: replicas as (egress port, instance id)."""
+
+    group_id: int
+    replicas: tuple[tuple[int, int], ...]
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return tuple(p for p, _ in self.replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class CloneSession:
+    session_id: int
+    port: int
+
+
+@dataclass(frozen=True)
+class SwitchConfig:
+    """Everything installed on one switch."""
+
+    tables: Mapping[str, tuple[TableEntry, ...]] = field(default_factory=dict)
+    multicast_groups: Mapping[int, MulticastGroup] = field(default_factory=dict)
+    clone_sessions: Mapping[int, CloneSession] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tables", MappingProxyType(dict(self.tables)))
+        object.__setattr__(self, "multicast_groups", MappingProxyType(dict(self.multicast_groups)))
+        object.__setattr__(self, "clone_sessions", MappingProxyType(dict(self.clone_sessions)))
+
+    @cached_property
+    def _index(self) -> dict[str, tuple[tuple[int, ...], dict[tuple[int, ...], list[TableEntry]]]]:
+        # Per table: the key positions that are exact in every entry, and a dict
+        # from those values to the candidate entries in precedence order.
+        index = {}
+        for table, entries in self.tables.items():
+            width = len(entries[0].match) if entries else 0
+            exact = tuple(i for i in range(width)
+                          if all(isinstance(e.match[i][1], Exact) for e in entries))
+            buckets: dict[tuple[int, ...], list[TableEntry]] = {}
+            for e in sorted(entries, key=_precedence):
+                buckets.setdefault(tuple(e.match[i][1].value for i in exact), []).append(e)  # type: ignore[union-attr]
+            index[table] = (exact, buckets)
+        return index
+
+    def lookup(self, table: str, *key: int) -> TableEntry | None:
+        """Apply ``table`` to ``key`` (one value per match field): the hit or None."""
+        idx = self._index.get(table)
+        if idx is None:
+            return None
+        exact, buckets = idx
+        for entry in buckets.get(tuple(key[i] for i in exact), ()):
+            if len(exact) == len(key) or all(
+                    m.matches(k) for (_, m), k in zip(entry.match, key, strict=True)):
+                return entry
+        return None
+
+    def entry_count(self, table: str | None = None) -> int:
+        if table is not None:
+            return len(self.tables.get(table, ()))
+        return sum(len(v) for v in self.tables.values())
+
+
+def _precedence(entry: TableEntry) -> tuple[int, int]:
+    lpm = sum(m.prefix_len for _, m in entry.match if isinstance(m, Lpm))
+    return (-entry.priority, -lpm)
+
+
+@dataclass(frozen=True)
+class ControlState:
+    """Per-switch configuration plus what the publishers were told.
+
+    ``publisher_info`` is what the control plane told the encoders (for
+    example the id of the stored tree for a receiver set). It must hold plain
+    values only.
+    """
+
+    switches: Mapping[str, SwitchConfig]
+    publisher_info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "switches", MappingProxyType(dict(self.switches)))
+        object.__setattr__(self, "publisher_info", MappingProxyType(dict(self.publisher_info)))
+
+    def config(self, switch: str) -> SwitchConfig:
+        return self.switches.get(switch, EMPTY_SWITCH)
+
+    @property
+    def entries(self) -> int:
+        return sum(c.entry_count() for c in self.switches.values())
+
+    @property
+    def multicast_groups(self) -> int:
+        return sum(len(c.multicast_groups) for c in self.switches.values())
+
+    def per_switch(self) -> dict[str, dict[str, int]]:
+        """Entries per switch per table (tables with no entries left out)."""
+        return {
+            s: {t: len(es) for t, es in sorted(c.tables.items()) if es}
+            for s, c in sorted(self.switches.items())
+        }
+
+
+EMPTY_SWITCH = SwitchConfig()
+
+
+class StateBuilder:
+    """Mutable helper that strategies use to assemble a :class:`ControlState`."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, dict[str, list[TableEntry]]] = {}
+        self._groups: dict[str, dict[int, MulticastGroup]] = {}
+        self._sessions: dict[str, dict[int, CloneSession]] = {}
+        self._seen: set[tuple[str, Any]] = set()
+
+    def add_entry(self, switch: str, entry: TableEntry) -> None:
+        """Add ``entry`` on ``switch``; an identical entry twice is an error."""
+        key = (switch, entry.key)
+        if key in self._seen:
+            raise ValueError(f"duplicate entry on {switch}: {entry}")
+        self._seen.add(key)
+        self._tables.setdefault(switch, {}).setdefault(entry.table, []).append(entry)
+
+    def add_group(self, switch: str, group_id: int, ports: Iterable[int]) -> None:
+        groups = self._groups.setdefault(switch, {})
+        if group_id in groups:
+            raise ValueError(f"multicast group {group_id} defined twice on {switch}")
+        groups[group_id] = MulticastGroup(group_id, tuple((p, 1) for p in ports))
+
+    def has_group(self, switch: str, group_id: int) -> bool:
+        return group_id in self._groups.get(switch, {})
+
+    def add_clone_session(self, switch: str, session_id: int, port: int) -> None:
+        self._sessions.setdefault(switch, {})[session_id] = CloneSession(session_id, port)
+
+    def build(self, switches: Iterable[str], publisher_info: Mapping[str, Any] | None = None
+              ) -> ControlState:
+        return ControlState(
+            switches={
+                s: SwitchConfig(
+                    tables={t: tuple(es) for t, es in self._tables.get(s, {}).items()},
+                    multicast_groups=self._groups.get(s, {}),
+                    clone_sessions=self._sessions.get(s, {}),
+                )
+                for s in switches
+            },
+            publisher_info=publisher_info or {},
+        )
+
+
+# -- writes ---------------------------------------------------------------
+
+WriteType = Literal["INSERT", "MODIFY", "DELETE"]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One P4Runtime-shaped write on one switch."""
+
+    type: WriteType
+    switch: str
+    entity: TableEntry | MulticastGroup | CloneSession
+
+
+def diff(old: ControlState, new: ControlState) -> list[Write]:
+    """The writes that turn ``old`` into ``new``.
+
+    Order: per switch (sorted), inserts and modifies first, deletes last, which
+    is the make-before-break order the strategies' update protocols need
+    (seed 000 §5.2: install new, inform publishers, delete old).
+    """
+    adds: list[Write] = []
+    dels: list[Write] = []
+    for sw in sorted(set(old.switches) | set(new.switches)):
+        a, b = old.config(sw), new.config(sw)
+        old_e = {e.key: e for es in a.tables.values() for e in es}
+        new_e = {e.key: e for es in b.tables.values() for e in es}
+        for k, e in new_e.items():
+            if k not in old_e:
+                adds.append(Write("INSERT", sw, e))
+            elif old_e[k] != e:
+                adds.append(Write("MODIFY", sw, e))
+        dels.extend(Write("DELETE", sw, e) for k, e in old_e.items() if k not in new_e)
+        for attr in ("multicast_groups", "clone_sessions"):
+            og, ng = getattr(a, attr), getattr(b, attr)
+            for gid, g in ng.items():
+                if gid not in og:
+                    adds.append(Write("INSERT", sw, g))
+                elif og[gid] != g:
+                    adds.append(Write("MODIFY", sw, g))
+            dels.extend(Write("DELETE", sw, g) for gid, g in og.items() if gid not in ng)
+    return adds + dels
+
+
+# -- export ---------------------------------------------------------------
+
+
+def _match_json(m: Match) -> Any:
+    if isinstance(m, Exact):
+        return m.value
+    if isinstance(m, Ternary):
+        return [m.value, m.mask]
+    if isinstance(m, Lpm):
+        return [m.value, m.prefix_len]
+    return [m.low, m.high]
+
+
+def to_runtime_json(config: SwitchConfig, p4info: str = "", bmv2_json: str = "") -> dict[str, Any]:
+    """One switch's state in the p4lang/tutorials ``sN-runtime.json`` shape."""
+    entries = []
+    for table in sorted(config.tables):
+        for e in config.tables[table]:
+            item: dict[str, Any] = {
+                "table": e.table,
+                "match": {f: _match_json(m) for f, m in e.match},
+                "action_name": e.action,
+                "action_params": dict(e.params),
+            }
+            if any(not isinstance(m, Exact) for _, m in e.match):
+                item["priority"] = e.priority
+            entries.append(item)
+    return {
+        "target": "bmv2",
+        "p4info": p4info,
+        "bmv2_json": bmv2_json,
+        "table_entries": entries,
+        "multicast_group_entries": [
+            {"multicast_group_id": g.group_id,
+             "replicas": [{"egress_port": p, "instance": i} for p, i in g.replicas]}
+            for _, g in sorted(config.multicast_groups.items())
+        ],
+        "clone_session_entries": [
+            {"clone_session_id": s.session_id, "replicas": [{"egress_port": s.port, "instance": 1}]}
+            for _, s in sorted(config.clone_sessions.items())
+        ],
+    }

@@ -1,0 +1,181 @@
+"""Delivery trees: shortest-path trees and a Steiner heuristic, both deterministic.
+
+A :class:`Tree` is rooted at the publisher's switch and spans the switches
+needed to reach a set of target hosts; host leaves are part of it. Children
+are kept in port order, which is the order the label-stack encoders emit
+(preorder, seed 000 §3.2).
+
+- :func:`shortest_path_tree`: BFS from the root; a node's parent is the
+  first neighbour (in port order, i.e. by name) that reached it, so ties go
+  to the lowest name (seed 000 digest §7.3). Pruned to the targets.
+- :func:`steiner_tree`: the shortest-path heuristic (Takahashi-Matsuyama /
+  DDMC style): grow from the root, repeatedly attaching the terminal closest
+  to the current tree along a shortest path; ties by name.
+
+Both read all-pairs hop distances that are computed once per topology.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from topologies.model import Topology, node_sort_key
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A rooted delivery tree over switches and host leaves.
+
+    Attributes
+    ----------
+    root : str
+        The publisher's switch.
+    parent : mapping
+        Node -> parent node (the root has none).
+    children : mapping
+        Node -> children in port order (hosts are leaves).
+    """
+
+    root: str
+    parent: Mapping[str, str]
+    children: Mapping[str, tuple[str, ...]]
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(self.preorder())
+
+    def switches(self, topology: Topology) -> tuple[str, ...]:
+        return tuple(n for n in self.preorder() if not topology.is_host(n))
+
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        """(parent, child) pairs in preorder."""
+        return tuple((self.parent[n], n) for n in self.preorder() if n != self.root)
+
+    def preorder(self) -> Iterable[str]:
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(self.children.get(node, ())))
+
+    def leaves(self) -> tuple[str, ...]:
+        return tuple(n for n in self.preorder() if not self.children.get(n))
+
+
+def _build(root: str, parent: dict[str, str], topology: Topology) -> Tree:
+    kids: dict[str, list[str]] = {}
+    for child, par in parent.items():
+        kids.setdefault(par, []).append(child)
+    children = {
+        n: tuple(sorted(cs, key=lambda c, n=n: topology.port_to(n, c))) for n, cs in kids.items()
+    }
+    return Tree(root=root, parent=parent, children=children)
+
+
+@lru_cache(maxsize=4096)
+def bfs_parents(topology: Topology, root: str) -> Mapping[str, str]:
+    """Shortest-path-tree parents of every switch, from ``root`` (ties: lowest name)."""
+    parent: dict[str, str] = {}
+    seen = {root}
+    queue = deque([root])
+    while queue:
+        node = queue.popleft()
+        for info in topology.ports(node).values():
+            nb = info.neighbor
+            if nb in seen or topology.is_host(nb):
+                continue
+            seen.add(nb)
+            parent[nb] = node
+            queue.append(nb)
+    return parent
+
+
+def _attach_hosts(topology: Topology, parent: dict[str, str], targets: Iterable[str]) -> None:
+    for h in targets:
+        parent[h] = topology.host_switch(h)
+
+
+def shortest_path_tree(topology: Topology, root: str, targets: Iterable[str]) -> Tree:
+    """Shortest-path tree from switch ``root`` pruned to the target hosts.
+
+    A target host attached to ``root`` itself is a direct child of the root.
+    """
+    full = bfs_parents(topology, root)
+    parent: dict[str, str] = {}
+    for h in targets:
+        node = topology.host_switch(h)
+        parent[h] = node
+        while node != root and node not in parent:
+            parent[node] = full[node]
+            node = full[node]
+    return _build(root, parent, topology)
+
+
+def spanning_tree(topology: Topology, root: str) -> Tree:
+    """Shortest-path tree from ``root`` over every switch and every host."""
+    parent = dict(bfs_parents(topology, root))
+    _attach_hosts(topology, parent, topology.hosts)
+    return _build(root, parent, topology)
+
+
+@lru_cache(maxsize=64)
+def hop_distances(topology: Topology) -> tuple[dict[str, int], np.ndarray]:
+    """All-pairs switch hop distances: (switch -> row index, int32 matrix)."""
+    index = {s: i for i, s in enumerate(topology.switches)}
+    n = len(index)
+    dist = np.full((n, n), -1, dtype=np.int32)
+    for s, i in index.items():
+        dist[i, i] = 0
+        queue = deque([s])
+        while queue:
+            node = queue.popleft()
+            d = dist[i, index[node]] + 1
+            for info in topology.ports(node).values():
+                j = index.get(info.neighbor)
+                if j is not None and dist[i, j] < 0:
+                    dist[i, j] = d
+                    queue.append(info.neighbor)
+    return index, dist
+
+
+def steiner_tree(topology: Topology, root: str, targets: Iterable[str]) -> Tree:
+    """Shortest-path Steiner heuristic from ``root`` to the targets' switches.
+
+    Repeatedly attaches the not-yet-covered terminal switch closest (in hops)
+    to any tree switch, along a BFS shortest path from that tree switch;
+    ties go to the lowest terminal name, then the earliest-added tree switch.
+    """
+    targets = list(targets)
+    index, dist = hop_distances(topology)
+    terminals = sorted({topology.host_switch(h) for h in targets} - {root}, key=node_sort_key)
+    in_tree = [root]
+    parent: dict[str, str] = {}
+    tree_rows = [index[root]]
+    remaining = list(terminals)
+    while remaining:
+        cols = [index[t] for t in remaining]
+        sub = dist[np.ix_(tree_rows, cols)]
+        best = int(sub.min())
+        ti = int(np.argmin(sub.min(axis=0)))  # first (lowest-name) terminal at best distance
+        anchor_i = int(np.flatnonzero(sub[:, ti] == best)[0])  # earliest-added tree switch
+        anchor, term = in_tree[anchor_i], remaining[ti]
+        node = term
+        path_parent = bfs_parents(topology, anchor)
+        chain = []
+        while node != anchor and node not in parent and node != root:
+            chain.append(node)
+            node = path_parent[node]
+        # node is now the anchor or a tree node reached earlier on the path
+        for n in chain:
+            parent[n] = path_parent[n]
+        for n in reversed(chain):
+            in_tree.append(n)
+            tree_rows.append(index[n])
+        remaining = [t for t in remaining if t not in parent]
+    _attach_hosts(topology, parent, targets)
+    return _build(root, parent, topology)

@@ -1,0 +1,3 @@
+"""Imports every built-in strategy module so that each registers itself."""
+
+from strategies import broadcast, multicast, unicast  # noqa: F401
