@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.control import ControlState
-from sim.dataplane import get_dataplane
 from sim.packet import Notification, Packet
 from strategies.base import Encoding, Strategy
 from topologies.model import Topology
@@ -153,7 +152,7 @@ def run_notification(
         default 64 x links x (hosts + 1)), or a frame leaves on a port that
         does not exist.
     """
-    dataplane = get_dataplane(strategy.dataplane)
+    dataplane = strategy.model()
     publisher = notification.publisher
     encoding = strategy.encode(topology, state, notification, receivers, payload)
     out = Delivery(publisher=publisher, receivers=receivers, encoding=encoding)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from sim.control import ControlState
+from sim.dataplane import DataPlane, get_dataplane
 from sim.packet import Notification, Packet
 from topologies.model import Topology
 from topologies.registry import Registry, make_params
@@ -96,6 +97,14 @@ class Strategy:
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    def model(self) -> DataPlane:
+        """The data-plane model this strategy's packets run on.
+
+        Default: the registered family ``self.dataplane``. Strategies whose
+        field widths are parameters return a model configured with them.
+        """
+        return get_dataplane(self.dataplane)
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         raise NotImplementedError
