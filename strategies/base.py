@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from sim.control import ControlState
 from sim.dataplane import DataPlane, get_dataplane
@@ -94,6 +94,10 @@ class Strategy:
     dataplane: ClassVar[str]
     Params: ClassVar[type] = NoParams
     summary: ClassVar[str] = ""
+    #: What the installed state depends on, so runners can reuse it:
+    #: "topology" (same state for every notification), "publisher", or
+    #: "receivers" (installed per receiver set, e.g. stored trees).
+    scope: ClassVar[Literal["topology", "publisher", "receivers"]] = "receivers"
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()

@@ -21,6 +21,7 @@ from topologies.model import Topology
 class Broadcast(Strategy):
     name = "broadcast"
     dataplane = "l2"
+    scope = "publisher"
     summary = "spanning tree per publisher to every host; hosts filter (false positives)"
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:

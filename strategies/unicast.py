@@ -23,6 +23,7 @@ from topologies.model import Topology
 class Unicast(Strategy):
     name = "unicast"
     dataplane = "l2"
+    scope = "topology"
     summary = "one copy per receiver along shortest paths, L2 exact-match rules"
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:

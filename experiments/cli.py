@@ -1,0 +1,252 @@
+"""The ``stackcast`` command line.
+
+``main(argv) -> int`` is separate from the parser so tests call it directly.
+Heavy imports (pyspark, scapy, p4runtime_sh) happen inside subcommands. Bad
+input gives exit code 2 and one line naming the problem, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from topologies.registry import SpecError
+
+SPEC_DIR = Path(__file__).resolve().parent / "specs"
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    """Bad input found by the CLI itself."""
+
+
+def _shipped_specs() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(SPEC_DIR.glob("*.toml"))}
+
+
+def resolve_spec(arg: str) -> Path:
+    """A spec path, or the name of a shipped spec (``quickstart``)."""
+    path = Path(arg)
+    if path.exists() or arg.endswith(".toml"):
+        return path
+    shipped = _shipped_specs()
+    if arg in shipped:
+        return shipped[arg]
+    from topologies.registry import unknown_name_message
+
+    raise CliError(unknown_name_message("experiment spec", arg, shipped)
+                   + "; or give a path to a .toml file")
+
+
+# -- subcommands ------------------------------------------------------------------
+
+def cmd_list(args: argparse.Namespace) -> int:
+    what = args.what
+    if what == "strategies":
+        from strategies.base import STRATEGIES, load_builtin_strategies
+
+        load_builtin_strategies()
+        rows = [(n, STRATEGIES.get(n).summary) for n in STRATEGIES.names()]
+    elif what == "topologies":
+        from topologies.specs import TOPOLOGIES, _ensure_loaded
+
+        _ensure_loaded()
+        rows = [(n, TOPOLOGIES.get(n).summary) for n in TOPOLOGIES.names()]
+    elif what == "receiver-models":
+        from sim.receivers import RECEIVER_MODELS
+
+        rows = [(n, RECEIVER_MODELS.get(n).summary) for n in RECEIVER_MODELS.names()]
+    else:
+        from experiments.spec import load_spec
+
+        rows = [(name, load_spec(p).description) for name, p in _shipped_specs().items()]
+    if args.json:
+        print(json.dumps([{"name": n, "summary": s} for n, s in rows], indent=2))
+    else:
+        width = max((len(n) for n, _ in rows), default=0)
+        for name, summary in rows:
+            print(f"{name:<{width}}  {summary}")
+    return 0
+
+
+def cmd_topology_show(args: argparse.Namespace) -> int:
+    from topologies.specs import load_topology
+
+    topo = load_topology(args.spec)
+    summary = topo.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"{topo.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts, "
+          f"{len(topo.links)} links, max switch ports {topo.max_switch_ports}")
+    for lk in summary["links"]:
+        print(f"  [{lk['edge_id']}] {lk['a']}:{lk['a_port']} -- {lk['b']}:{lk['b_port']}")
+    return 0
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise CliError(f"--param expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+def cmd_deliver(args: argparse.Namespace) -> int:
+    from sim.packet import Notification, payload_for
+    from sim.static import run_notification
+    from strategies.base import Knowledge, make_strategy
+    from topologies.specs import load_topology
+
+    topo = load_topology(args.topology)
+    strategy = make_strategy(args.strategy, _params(args.param))
+    hosts = set(topo.hosts)
+    receivers = frozenset(h.strip() for h in args.receivers.split(",") if h.strip())
+    for h in sorted(receivers | {args.publisher}):
+        if h not in hosts:
+            raise CliError(f"unknown host {h!r} (hosts are h1..h{len(topo.hosts)})")
+    if args.publisher in receivers:
+        raise CliError(f"the publisher {args.publisher} cannot also be a receiver")
+    if args.payload_bytes < 0:
+        raise CliError("--payload-bytes must be >= 0")
+    note = Notification(notification_id=0, publisher=args.publisher)
+    state = strategy.install(topo, Knowledge.for_notification(args.publisher, receivers))
+    result = run_notification(topo, strategy, state, note, receivers,
+                              payload_for(note, args.payload_bytes))
+    doc = result.to_json(topo, args.strategy, state)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{args.strategy} on {topo.name}: {doc['publisher']} -> {len(receivers)} receivers")
+        print(f"  header {doc['header']['entries']} entries, {doc['header']['bytes']} B")
+        print(f"  delivered {len(doc['delivered'])}, false positives {doc['false_positives']}, "
+              f"false negatives {doc['false_negatives']}, duplicates {doc['duplicates']}")
+        print(f"  {doc['frames']} frames, {doc['bytes']} B on links; "
+              f"state {doc['state']['entries']} entries; worst delay "
+              f"{doc['delay_ms']['worst']:.3f} ms")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from experiments.spec import load_spec
+
+    spec = load_spec(resolve_spec(args.spec))  # validated before any engine starts
+    out = Path(args.out or Path("results") / spec.name)
+    if args.engine == "local":
+        if args.master:
+            raise CliError("--master only applies to --engine spark")
+        from experiments.runner_local import run_local
+
+        counts = run_local(spec, out, resume=args.resume, progress=not args.quiet)
+    else:
+        from experiments.spark_runner import run_spark
+
+        counts = run_spark(spec, out, resume=args.resume, master=args.master or "local[*]",
+                           progress=not args.quiet)
+    print(f"{spec.name}: {counts['ran']} cells run, {counts['skipped']} skipped, "
+          f"results in {out}")
+    if args.report:
+        return _report(out, out / "report", args.engine if args.engine == "local" else "spark",
+                       args.master)
+    return 0
+
+
+def _report(results: Path, out: Path, engine: str, master: str | None) -> int:
+    from experiments.report import aggregate_local, write_report
+    from experiments.results import read_results
+
+    if engine == "spark":
+        from experiments.spark_runner import aggregate_spark
+
+        points = aggregate_spark(results, master=master or "local[*]")
+    else:
+        points = aggregate_local(read_results(results))
+    path = write_report(points, out)
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    results = Path(args.dir)
+    if not results.is_dir():
+        raise CliError(f"results directory {str(results)!r} does not exist")
+    return _report(results, Path(args.out) if args.out else results / "report",
+                   args.engine, args.master)
+
+
+# -- parser ---------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stackcast",
+        description="Simulate in-network publish/subscribe strategies on P4 switches: "
+                    "deliver one notification, run sweeps (local or Spark), report.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ls = sub.add_parser("list", help="list strategies, topologies, receiver models or shipped "
+                                     "experiment specs")
+    ls.add_argument("what", choices=["strategies", "topologies", "receiver-models",
+                                     "experiments"])
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.set_defaults(func=cmd_list)
+
+    topo = sub.add_parser("topology", help="inspect a topology spec")
+    tsub = topo.add_subparsers(dest="topology_command", required=True, metavar="ACTION")
+    show = tsub.add_parser("show", help="switches, hosts and links of SPEC, e.g. "
+                                        "jellyfish:switches=16,degree=3,seed=1 or zoo:Dfn")
+    show.add_argument("spec")
+    show.add_argument("--json", action="store_true", help="print the JSON contract")
+    show.set_defaults(func=cmd_topology_show)
+
+    dl = sub.add_parser("deliver", help="send one notification and report what happened")
+    dl.add_argument("--topology", required=True, help="topology spec string")
+    dl.add_argument("--strategy", required=True, help="strategy name (stackcast list strategies)")
+    dl.add_argument("--publisher", required=True, help="publishing host, e.g. h1")
+    dl.add_argument("--receivers", required=True, help="comma-separated receiving hosts")
+    dl.add_argument("--payload-bytes", type=int, default=50, help="event size (default 50)")
+    dl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="strategy parameter (repeatable)")
+    dl.add_argument("--json", action="store_true", help="print the JSON contract")
+    dl.set_defaults(func=cmd_deliver)
+
+    run = sub.add_parser("run", help="run an experiment spec (TOML path or shipped name)")
+    run.add_argument("spec", help="spec file, or a shipped spec name (stackcast list experiments)")
+    run.add_argument("--engine", choices=["spark", "local"], default="spark",
+                     help="spark (default; embedded local[*] unless --master) or local")
+    run.add_argument("--master", help="Spark master URL (default local[*])")
+    run.add_argument("--out", help="results directory (default results/<experiment>)")
+    run.add_argument("--resume", action="store_true", help="skip cells already finished")
+    run.add_argument("--report", action="store_true", help="write the report afterwards")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="Markdown tables and PNG plots from a results directory")
+    rep.add_argument("dir", help="results directory written by stackcast run")
+    rep.add_argument("--out", help="where to write (default DIR/report)")
+    rep.add_argument("--engine", choices=["local", "spark"], default="local",
+                     help="aggregate in-process (default) or with Spark")
+    rep.add_argument("--master", help="Spark master URL for --engine spark")
+    rep.set_defaults(func=cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except (CliError, SpecError, FileNotFoundError) as exc:
+        print(f"stackcast: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ValueError as exc:  # validation errors from strategies and codecs
+        print(f"stackcast: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+

@@ -1,0 +1,124 @@
+"""``stackcast report``: tables and plots from a results directory.
+
+Rows are aggregated per parameter point (experiment, strategy, params,
+topology, receiver model, payload): mean, standard deviation, a 95 %
+confidence half-width (normal approximation, 1.96 s / sqrt(n)) and count.
+The report is a Markdown summary with one table per experiment and PNG plots
+of each headline metric against the receiver model's parameter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from experiments.schema import METRIC_COLUMNS, POINT_COLUMNS
+
+HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "frames", "bytes",
+            "lookups", "recirculations", "state_entries", "delay_worst_ms"]
+PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries"]
+
+
+def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
+    """Aggregate in this process (numpy); same output as the Spark aggregation."""
+    cols = table.to_pydict()
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for i, key in enumerate(zip(*(cols[c] for c in POINT_COLUMNS), strict=True)):
+        groups[key].append(i)
+    out = []
+    for key in sorted(groups):
+        idx = groups[key]
+        rec: dict[str, Any] = dict(zip(POINT_COLUMNS, key, strict=True))
+        rec["count"] = len(idx)
+        for m in METRIC_COLUMNS:
+            v = np.asarray([cols[m][i] for i in idx], dtype=float)
+            std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+            rec[f"{m}_mean"] = float(v.mean())
+            rec[f"{m}_std"] = std
+            rec[f"{m}_ci95"] = 1.96 * std / math.sqrt(len(v))
+        out.append(rec)
+    return out
+
+
+def _x_value(receivers_model: str) -> float | None:
+    m = re.search(r"=([-+]?\d+(?:\.\d+)?)", receivers_model)
+    return float(m.group(1)) if m else None
+
+
+def _label(rec: Mapping[str, Any], varying: Iterable[str]) -> str:
+    parts = [rec["strategy"]]
+    if rec["params"] != "{}":
+        parts.append(rec["params"].strip("{}").replace('"', ""))
+    for col in varying:
+        parts.append(f"{col}={rec[col]}")
+    return " ".join(parts)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
+
+
+def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
+    """Write ``report.md`` and plots under ``out_dir``; returns the Markdown path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    by_exp: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in points:
+        by_exp[rec["experiment"]].append(rec)
+    lines = ["# stackcast report", ""]
+    for exp, recs in sorted(by_exp.items()):
+        lines += [f"## {exp}", "",
+                  f"{len(recs)} parameter points, {sum(r['count'] for r in recs)} notifications. "
+                  "Means per notification (± 95 % CI half-width where it is not 0).", ""]
+        hdr = ["strategy", "params", "topology", "receiver model", "payload B"] + HEADLINE
+        lines.append("| " + " | ".join(hdr) + " |")
+        lines.append("|" + "---|" * len(hdr))
+        for r in recs:
+            cells = [r["strategy"], r["params"], r["topology"], r["receivers_model"],
+                     str(r["payload_bytes"])]
+            for m in HEADLINE:
+                mean, ci = r[f"{m}_mean"], r[f"{m}_ci95"]
+                cells.append(_fmt(mean) + (f" ± {_fmt(ci)}" if ci else ""))
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+        varying = [c for c in ("topology", "payload_bytes")
+                   if len({r[c] for r in recs}) > 1]
+        xs = {r["receivers_model"]: _x_value(r["receivers_model"]) for r in recs}
+        if all(v is not None for v in xs.values()) and len(set(xs.values())) > 1:
+            for metric in PLOTTED:
+                fig, ax = plt.subplots(figsize=(6.4, 4.2))
+                series: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+                for r in recs:
+                    series[_label(r, varying)].append(
+                        (xs[r["receivers_model"]], r[f"{metric}_mean"], r[f"{metric}_ci95"]))
+                for label, pts in sorted(series.items()):
+                    pts.sort()
+                    ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
+                                yerr=[p[2] for p in pts], marker="o", ms=3, capsize=2,
+                                label=label)
+                ax.set_xlabel(recs[0]["receivers_model"].split("=")[0] + " (receiver model)")
+                ax.set_ylabel(metric.replace("_", " "))
+                ax.set_title(f"{exp}: {metric}")
+                ax.grid(alpha=0.3)
+                ax.legend(fontsize=7)
+                fig.tight_layout()
+                name = f"{exp}-{metric}.png"
+                fig.savefig(out / name, dpi=110)
+                plt.close(fig)
+                lines.append(f"![{exp} {metric}]({name})")
+            lines.append("")
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
