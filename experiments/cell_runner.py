@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from experiments.schema import ROWS
 from experiments.spec import Cell
-from sim.control import ControlState
+from sim.control import ControlState, diff
 from sim.packet import Notification, payload_for
 from sim.receivers import receiver_model
 from sim.seeds import child_rng
@@ -24,7 +24,7 @@ from topologies.specs import load_topology
 
 
 def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: frozenset[str],
-               cache: dict[Any, ControlState]) -> ControlState:
+               stable: frozenset[str] | None, cache: dict[Any, ControlState]) -> ControlState:
     """Install state; strategies whose state does not depend on the receivers are cached."""
     scope = strategy.scope
     if scope == "topology":
@@ -34,7 +34,9 @@ def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: fro
         key = publisher
         knowledge = Knowledge(receiver_sets={publisher: ()})
     else:
-        return strategy.install(topology, Knowledge.for_notification(publisher, receivers))
+        return strategy.install(topology, Knowledge(
+            receiver_sets={publisher: (receivers,)},
+            stable={publisher: stable} if stable is not None else {}))
     if key not in cache:
         cache[key] = strategy.install(topology, knowledge)
     return cache[key]
@@ -49,13 +51,18 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
     population = receiver_model(cell.receivers).population(
         topology, child_rng(cell.workload_seed, "population"))
     cache: dict[Any, ControlState] = {}
+    stable_of = getattr(population, "stable", None)  # populations that know stable subscribers
+    previous: ControlState | None = None
     rows = []
     for run in range(cell.notifications):
         rng = child_rng(cell.workload_seed, "notification", run)
         publisher = population.publishers[int(rng.integers(len(population.publishers)))]
         receivers = population.receivers(publisher, rng)
         note = Notification(notification_id=run, publisher=publisher)
-        state = _state_for(strategy, topology, publisher, receivers, cache)
+        stable = stable_of(publisher, run) if stable_of else None
+        state = _state_for(strategy, topology, publisher, receivers, stable, cache)
+        writes = 0 if previous is None or previous is state else len(diff(previous, state))
+        previous = state
         d = run_notification(topology, strategy, state, note, receivers,
                              payload_for(note, cell.payload_bytes), delays)
         rows.append({
@@ -72,7 +79,7 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
             "circulations_simplified": d.total("circulations_simplified"),
             "max_switch_passes": max((c.passes for c in d.switches.values()), default=0),
             "state_entries": state.entries, "multicast_groups": state.multicast_groups,
-            "delay_worst_ms": d.delay_worst_s * 1e3,
+            "delay_worst_ms": d.delay_worst_s * 1e3, "control_writes": writes,
         })
     return rows
 

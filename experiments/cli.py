@@ -60,9 +60,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
         rows = [(n, RECEIVER_MODELS.get(n).summary) for n in RECEIVER_MODELS.names()]
     else:
-        from experiments.spec import load_spec
+        from experiments.spec import describe_spec
 
-        rows = [(name, load_spec(p).description) for name, p in _shipped_specs().items()]
+        rows = [(name, describe_spec(p)) for name, p in _shipped_specs().items()]
     if args.json:
         print(json.dumps([{"name": n, "summary": s} for n, s in rows], indent=2))
     else:

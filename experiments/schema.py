@@ -36,6 +36,9 @@ ROWS = pa.schema([
     pa.field("max_switch_passes", pa.int32(), nullable=False),
     pa.field("state_entries", pa.int64(), nullable=False),
     pa.field("multicast_groups", pa.int64(), nullable=False),
+    # P4Runtime writes (sim.control.diff) from the previous notification's state in
+    # this cell to this one's; 0 for the first notification and for reused state.
+    pa.field("control_writes", pa.int64(), nullable=False),
     pa.field("delay_worst_ms", pa.float64(), nullable=False),
 ])
 

@@ -229,15 +229,24 @@ def validate(spec: ExperimentSpec) -> None:
         load_topology(t, links)
 
 
-def load_spec(path: str | Path) -> ExperimentSpec:
-    """Read and validate a TOML spec file."""
+def _read_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as exc:
         raise SpecError(f"cannot read spec {str(p)!r}: {exc.strerror or exc}") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{p}: invalid TOML: {exc}") from None
-    return parse_spec_dict(data, str(p))
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate a TOML spec file."""
+    return parse_spec_dict(_read_toml(path), str(path))
+
+
+def describe_spec(path: str | Path) -> str:
+    """The description line of a spec, without validating it (for listings)."""
+    exp = _read_toml(path).get("experiment", {})
+    return str(exp.get("description", "")) if isinstance(exp, dict) else ""

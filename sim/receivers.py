@@ -27,6 +27,13 @@ from topologies.registry import Registry, check, make_params, parse_spec
 
 
 class Population(Protocol):
+    """What stays fixed during a cell; draws each notification's receivers.
+
+    A population may also define ``stable(publisher, run) -> frozenset`` (the
+    publisher's stable subscribers at notification ``run``), which runners
+    pass to strategies as ``Knowledge.stable`` (hybrid trees, seed 000 §4.3).
+    """
+
     publishers: tuple[str, ...]
 
     def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]: ...
@@ -144,4 +151,5 @@ def _frequency(params: FrequencyParams, topology: Topology, rng: np.random.Gener
         others = [h for h in hosts if h != pub]
         k = min(round(params.subscribers / 100 * len(hosts)), len(others))
         subscribers[pub] = tuple(sorted(_sample(others, k, rng), key=topology.host_id))
-    return FrequencyPopulation(tuple(hosts), subscribers, dict(zip(hosts, freq.tolist(), strict=True)))
+    frequency = dict(zip(hosts, freq.tolist(), strict=True))
+    return FrequencyPopulation(tuple(hosts), subscribers, frequency)

@@ -110,7 +110,8 @@ class Delivery:
                 "bytes": enc.header_bytes,
                 "hex": " ".join(p.header.hex() for p in enc.packets if p.header),
             },
-            "delivered": {h: self.delivered[h] for h in sorted(self.delivered, key=topology.host_id)},
+            "delivered": {h: self.delivered[h]
+                          for h in sorted(self.delivered, key=topology.host_id)},
             "false_positives": self.false_positives,
             "false_negatives": self.false_negatives,
             "duplicates": self.duplicates,
@@ -169,7 +170,8 @@ def run_notification(
         rec[0] += 1
         rec[1] += packet.frame_bytes
         if rec[0] > limit:
-            raise EngineError(f"forwarding loop: more than {limit} frames on {node}->{info.neighbor}")
+            raise EngineError(
+                f"forwarding loop: more than {limit} frames on {node}->{info.neighbor}")
         queue.append((info.neighbor, info.neighbor_port, packet, t + info.link.delay_s))
 
     for i, packet in enumerate(encoding.packets):

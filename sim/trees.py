@@ -71,9 +71,10 @@ def _build(root: str, parent: dict[str, str], topology: Topology) -> Tree:
     kids: dict[str, list[str]] = {}
     for child, par in parent.items():
         kids.setdefault(par, []).append(child)
-    children = {
-        n: tuple(sorted(cs, key=lambda c, n=n: topology.port_to(n, c))) for n, cs in kids.items()
-    }
+    children = {}
+    for n, cs in kids.items():
+        ports = {c: topology.port_to(n, c) for c in cs}
+        children[n] = tuple(sorted(cs, key=ports.__getitem__))
     return Tree(root=root, parent=parent, children=children)
 
 

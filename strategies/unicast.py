@@ -9,13 +9,12 @@ another, so its feed-in time grows with the receiver count (204 copies at
 
 from __future__ import annotations
 
-from sim.control import ControlState
+from sim.control import ControlState, StateBuilder
 from sim.dataplanes.l2 import FORWARD
 from sim.packet import Notification, host_mac
 from sim.trees import bfs_parents
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
 from strategies.l2_common import event_packet, l2_entry
-from sim.control import StateBuilder
 from topologies.model import Topology
 
 

@@ -276,7 +276,8 @@ def build_topology(
         pairs.add((a, b))
     hosts: list[str] = []
     for label in order:
-        count = hosts_per_switch if isinstance(hosts_per_switch, int) else hosts_per_switch.get(label, 0)
+        count = (hosts_per_switch if isinstance(hosts_per_switch, int)
+                 else hosts_per_switch.get(label, 0))
         if count < 0:
             raise TopologyError(f"hosts_per_switch must be >= 0, got {count}")
         for _ in range(count):
@@ -292,8 +293,8 @@ def build_topology(
         for i, nb in enumerate(sorted(nbrs, key=node_sort_key), start=1):
             port_of[(node, nb)] = i
     links = []
-    for eid, (a, b) in enumerate(sorted(pairs, key=lambda p: (node_sort_key(p[0]), node_sort_key(p[1]))),
-                                 start=1):
+    ordered = sorted(pairs, key=lambda p: (node_sort_key(p[0]), node_sort_key(p[1])))
+    for eid, (a, b) in enumerate(ordered, start=1):
         links.append(Link(a=a, a_port=port_of[(a, b)], b=b, b_port=port_of[(b, a)], edge_id=eid,
                           bandwidth_bps=defaults.bandwidth_bps, delay_s=defaults.delay_s))
     switches = tuple(rename[label] for label in order)

@@ -29,6 +29,9 @@ class Generator:
 
 TOPOLOGIES: Registry[Generator] = Registry("topology generator")
 
+#: Link properties used when a caller gives none.
+DEFAULT_LINKS = LinkDefaults()
+
 
 def register_topology(name: str, params: type, summary: str) -> Callable[[Callable], Callable]:
     """Decorator: register ``build(params, defaults, spec) -> Topology`` under ``name``."""
@@ -40,7 +43,7 @@ def register_topology(name: str, params: type, summary: str) -> Callable[[Callab
     return deco
 
 
-def load_topology(spec: str, defaults: LinkDefaults = LinkDefaults()) -> Topology:
+def load_topology(spec: str, defaults: LinkDefaults = DEFAULT_LINKS) -> Topology:
     """Build the topology named by ``spec`` (cached: topologies are immutable)."""
     _ensure_loaded()
     return _load(spec.strip(), defaults)

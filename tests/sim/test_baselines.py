@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from hypothesis import given
+from support.random_topologies import random_topology, scenarios
 
 from sim.packet import Notification, payload_for
 from sim.static import run_notification
 from sim.trees import shortest_path_tree
 from strategies.base import Knowledge, make_strategy
-from support.random_topologies import random_topology, scenarios
 
 
 def deliver(topo, name, publisher, receivers, payload=50, **params):

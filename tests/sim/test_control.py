@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from sim.control import (ControlState, Exact, Lpm, Range, StateBuilder, SwitchConfig,
-                         TableEntry, Ternary, diff, to_runtime_json)
-
 import pytest
+
+from sim.control import (
+    ControlState,
+    Exact,
+    Lpm,
+    Range,
+    StateBuilder,
+    SwitchConfig,
+    TableEntry,
+    Ternary,
+    diff,
+    to_runtime_json,
+)
 
 
 def entry(table, *match, action="a", params=(), priority=0):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.random_topologies import random_topology
 
 from sim.receivers import receiver_model
 from sim.seeds import child_rng, stable_seed
-from support.random_topologies import random_topology
 from topologies.registry import SpecError
 
 
