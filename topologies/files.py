@@ -91,7 +91,9 @@ def _read_node_link(text: str) -> nx.MultiGraph:
     data = json.loads(text)
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise ValueError("not a node-link document (no 'nodes' list)")
-    edges = data.get("edges", data.get("links", []))
+    edges = data.get("edges", data.get("links")) or []
+    if not isinstance(edges, list):
+        raise ValueError("'edges' (or 'links') must be a list")
     g = nx.MultiGraph()
     for node in data["nodes"]:
         attrs = {k: v for k, v in node.items() if k != "id"}
@@ -117,7 +119,7 @@ def read_graph_file(path: str | Path) -> nx.Graph:
         If the file is missing, unreadable, malformed or has an unknown
         extension; the one-line message names the path.
     """
-    p = Path(path)
+    p = Path(path).expanduser()
     ext = p.suffix.lower()
     if ext not in EXTENSIONS:
         raise TopologyError(f"topology file {str(p)!r}: unknown extension {ext or '(none)'!r} "

@@ -260,15 +260,15 @@ def build_fattree(params: FatTreeParams, defaults: LinkDefaults, spec: str) -> T
     for pod in range(params.k):
         aggs = [("agg", pod, j) for j in range(half)]
         tors = [("edge", pod, j) for j in range(half)]
-        for j, node in enumerate(aggs):
-            order.append(node)
-            attrs[node] = {"role": "aggregation", "pod": pod, "index": j}
-            edges.extend((("core", j * half + i), node) for i in range(half))
-            edges.extend((node, t) for t in tors)
-        for j, node in enumerate(tors):
-            order.append(node)
-            attrs[node] = {"role": "edge", "pod": pod, "index": j}
-            hosts[node] = half
+        for j, agg in enumerate(aggs):
+            order.append(agg)
+            attrs[agg] = {"role": "aggregation", "pod": pod, "index": j}
+            edges.extend((("core", j * half + i), agg) for i in range(half))
+            edges.extend((agg, t) for t in tors)
+        for j, tor in enumerate(tors):
+            order.append(tor)
+            attrs[tor] = {"role": "edge", "pod": pod, "index": j}
+            hosts[tor] = half
     return build_topology(name=spec, switch_edges=edges, switch_order=order,
                           hosts_per_switch=hosts, defaults=defaults, node_attrs=attrs)
 

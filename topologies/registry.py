@@ -150,9 +150,7 @@ def make_params(cls: type[T], raw: Mapping[str, Any], where: str) -> T:
         return cls(**kwargs)
     except TypeError as exc:  # a required field is missing
         raise SpecError(f"{where}: {exc}") from None
-    except ValueError as exc:
-        if isinstance(exc, SpecError):
-            raise
+    except ValueError as exc:  # __post_init__ checks: prefix where the value came from
         raise SpecError(f"{where}: {exc}") from None
 
 

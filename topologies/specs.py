@@ -55,7 +55,7 @@ def _load(spec: str, defaults: LinkDefaults) -> Topology:
     gen = TOPOLOGIES.get(kind)
     if "" in raw:  # positional argument (zoo:NAME, file:PATH) -> the first field
         raw[dataclasses.fields(gen.params)[0].name] = raw.pop("")
-    params = make_params(gen.params, raw, f"topology {spec!r}")
+    params: Any = make_params(gen.params, raw, f"topology {spec!r}")
     return gen.build(params, defaults, spec)
 
 
