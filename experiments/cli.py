@@ -179,6 +179,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                    args.engine, args.master)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from experiments.bench import format_bench, run_bench_spark
+
+    result = run_bench_spark(cells=args.cells, reps=args.reps)
+    print(json.dumps(result, indent=2) if args.json else format_bench(result))
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,6 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="aggregate in-process (default) or with Spark")
     rep.add_argument("--master", help="Spark master URL for --engine spark")
     rep.set_defaults(func=cmd_report)
+
+    bench = sub.add_parser("bench", help="measure the Spark engine: per-cell overhead and the "
+                                         "local[1] -> local[2] speed-up")
+    bench.add_argument("target", choices=["spark"], help="what to measure")
+    bench.add_argument("--cells", type=int, default=12,
+                       help="cells of the CPU-bound sweep (default 12)")
+    bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
+    bench.add_argument("--json", action="store_true", help="machine-readable output")
+    bench.set_defaults(func=cmd_bench)
     return p
 
 

@@ -3,23 +3,35 @@
 The engine never looks at a delivery tree. The publisher's encoded packets
 enter its switch; at every switch the strategy's data-plane model decides
 what leaves on which port; links carry the frames to the next node; hosts
-accept them (or, for brokers, send new ones). Everything is counted on the way:
+accept them (or send new ones). Everything is counted on the way:
 deliveries and copies, false positives/negatives, duplicates, frames and bytes
 per directed link (host links included), passes/recirculations/lookups per
 switch, and the analytic worst-case delay of seed 000 §3.5.4.
 
 Delay model (seed 000 §3.5.4, digest §7.16): the publisher feeds packets in
 one after another (``feed_in_s`` each); a switch adds ``switch_s`` plus
-``pass_s`` per recirculation the copy waited for; a broker adds its own
-delay (given by the strategy's host action); links add their propagation
+``pass_s`` per recirculation the copy waited for; an attached broker adds
+``broker_s`` plus sequential feed-in (below), a replying host the delay its
+:class:`~strategies.base.HostAction` gives; links add their propagation
 delay. Worst-case delay = the latest first arrival at any intended receiver.
+
+Brokers (application-layer multicast, seed 000 §2.3 (i), §3.5.4) are not
+topology nodes. A strategy that implements :class:`BrokerHost` hangs one
+broker off a spare port of some switches; a frame the switch emits on that
+port crosses the directed link ``(switch, "b:<switch>")``, the broker answers
+with its packets in sending order, and each answer crosses
+``("b:<switch>", switch)`` back into the switch on the same port. Both
+directions are counted like any other link. The i-th answer (from 0) leaves
+``broker_s + (i + 1) * feed_in_s`` after the frame reached the broker: the
+software processing time, then sequential feed-in of every copy.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from sim.control import ControlState
 from sim.packet import Notification, Packet
@@ -44,6 +56,36 @@ class DelayModel:
     def __post_init__(self) -> None:
         for name in ("feed_in_s", "switch_s", "broker_s", "pass_s"):
             check(getattr(self, name) >= 0, f"delay model: {name} must be >= 0")
+
+
+@runtime_checkable
+class BrokerHost(Protocol):
+    """Optional strategy hook: software brokers attached to switches.
+
+    References
+    ----------
+    Seed 000 §1 (Fig. 1.1 switch-broker pair) and §3.5.4 (ALM variants);
+    digest §7.16.
+    """
+
+    def broker_ports(self, topology: Topology, state: ControlState) -> Mapping[str, int]:
+        """Switch -> the port its broker is attached to (a port the topology does not use)."""
+        ...
+
+    def broker_receive(self, topology: Topology, state: ControlState, switch: str,
+                       packet: Packet, notification: Notification,
+                       receivers: frozenset[str]) -> tuple[Packet, ...]:
+        """The packets the broker of ``switch`` sends back, in sending order.
+
+        ``receivers`` stands in for the broker's software matching of the
+        event against its subscriptions (matching is abstracted away).
+        """
+        ...
+
+
+def broker_node(switch: str) -> str:
+    """Name of the broker attached to ``switch`` in :attr:`Delivery.links`."""
+    return "b:" + switch
 
 
 @dataclass(slots=True)
@@ -161,23 +203,41 @@ def run_notification(
     # queue items: (node, in_port, packet, time of arrival)
     queue: deque[tuple[str, int, Packet, float]] = deque()
     links = out.links
+    broker_ports = (strategy.broker_ports(topology, state) if isinstance(strategy, BrokerHost)
+                    else {})
+    broker_switch = {broker_node(sw): sw for sw in broker_ports}
+
+    def tally(src: str, dst: str, packet: Packet) -> None:
+        rec = links.setdefault((src, dst), [0, 0])
+        rec[0] += 1
+        rec[1] += packet.frame_bytes
+        if rec[0] > limit:
+            raise EngineError(f"forwarding loop: more than {limit} frames on {src}->{dst}")
 
     def send(node: str, port: int, packet: Packet, t: float) -> None:
         info = topology.ports(node).get(port)
         if info is None:
-            raise EngineError(f"{node} sent a frame out of port {port}, which does not exist")
-        rec = links.setdefault((node, info.neighbor), [0, 0])
-        rec[0] += 1
-        rec[1] += packet.frame_bytes
-        if rec[0] > limit:
-            raise EngineError(
-                f"forwarding loop: more than {limit} frames on {node}->{info.neighbor}")
+            if broker_ports.get(node) != port:
+                raise EngineError(f"{node} sent a frame out of port {port}, which does not exist")
+            tally(node, broker_node(node), packet)
+            queue.append((broker_node(node), 1, packet, t))
+            return
+        tally(node, info.neighbor, packet)
         queue.append((info.neighbor, info.neighbor_port, packet, t + info.link.delay_s))
 
     for i, packet in enumerate(encoding.packets):
         send(publisher, 1, packet, (i + 1) * delays.feed_in_s)
     while queue:
         node, in_port, packet, t = queue.popleft()
+        if node in broker_switch:
+            sw = broker_switch[node]
+            replies = strategy.broker_receive(  # type: ignore[attr-defined]
+                topology, state, sw, packet, notification, receivers)
+            for i, reply in enumerate(replies):
+                tally(node, sw, reply)
+                queue.append((sw, broker_ports[sw], reply,
+                              t + delays.broker_s + (i + 1) * delays.feed_in_s))
+            continue
         if topology.is_host(node):
             out.delivered[node] = out.delivered.get(node, 0) + 1
             out.first_arrival_s.setdefault(node, t)

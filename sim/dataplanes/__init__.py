@@ -1,4 +1,9 @@
 """Data-plane reference models, one per P4 program family (importing registers them)."""
 
-from sim.dataplanes import l2  # noqa: F401
-from sim.dataplanes import neighbor_labels, virtual_tree  # noqa: F401
+from sim.dataplanes import (  # noqa: F401
+    alm,
+    l2,
+    neighbor_labels,
+    source_routing,
+    virtual_tree,
+)

@@ -1,0 +1,306 @@
+"""The Spark engine on the embedded master: same rows as the local engine, exactly once.
+
+One ``local[2]`` SparkSession is shared by the module; the interrupted-run
+test starts ``stackcast run`` (Spark is the default engine) in a separate
+process and kills it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from experiments.report import aggregate_local
+from experiments.results import cell_path, read_results, write_cell
+from experiments.runner_local import run_local
+from experiments.schema import ROWS
+from experiments.spark_session import SparkUnavailableError, find_java, spark_session
+from experiments.spec import Cell, ExperimentSpec, parse_spec_dict
+
+pytestmark = pytest.mark.spark
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'stackcast[spark]')")
+try:
+    find_java()
+except SparkUnavailableError as exc:  # pragma: no cover - CI has Java
+    pytest.skip(f"no Java runtime: {exc}", allow_module_level=True)
+
+from experiments.spark_runner import (  # noqa: E402  (after the skips)
+    CELL_SLEEP_ENV,
+    FAIL_ONCE_ENV,
+    FileProgress,
+    aggregate_spark,
+    balance,
+    partition_count,
+    read_results_spark,
+    run_spark,
+    spark_schema,
+)
+
+SPEC = {
+    "experiment": {"name": "sparktest", "notifications": 4, "seeds": [1, 2],
+                   "payload_bytes": [50, 200]},
+    "grid": {"topology": ["fattree:k=4", "jellyfish:switches=12,degree=3,seed=2"],
+             "strategy": ["unicast", "broadcast", "multicast"],
+             "receivers": ["uniform:percent=20", "uniform:percent=60"]},
+}
+
+
+def make_spec() -> ExperimentSpec:
+    return parse_spec_dict(SPEC, "sparktest.toml")
+
+
+def sorted_rows(out: Path) -> Any:
+    return read_results(out).sort_by([("cell_id", "ascending"), ("run", "ascending")])
+
+
+def row_keys(out: Path) -> list[tuple[str, int]]:
+    table = read_results(out)
+    return list(zip(table["cell_id"].to_pylist(), table["run"].to_pylist(), strict=True))
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    with spark_session("local[2]", app_name="stackcast-tests") as session:
+        yield session
+
+
+@pytest.fixture(scope="module")
+def local_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("local")
+    run_local(make_spec(), out, progress=False)
+    return out
+
+
+# -- partitions (pure) --------------------------------------------------------------
+
+def _cell(topology: str, seed: int, notifications: int = 10) -> Cell:
+    return Cell(experiment="x", topology=topology, strategy="unicast", params=(),
+                receivers="uniform:percent=10", payload_bytes=50, seed=seed,
+                notifications=notifications)
+
+
+def test_balance_is_lpt_and_keeps_every_cell_once() -> None:
+    cells = ([_cell("jellyfish:switches=400,degree=4,seed=1", s) for s in range(2)]
+             + [_cell("jellyfish:switches=20,degree=4,seed=1", s) for s in range(40)]
+             + [_cell("fattree:k=8", s) for s in range(6)])
+    parts = balance(cells, 6)
+    assert len(parts) == 6
+    flat = [c.cell_id for p in parts for c in p]
+    assert sorted(flat) == sorted(c.cell_id for c in cells)
+    loads = [sum(c.cost() for c in p) for p in parts]
+    biggest = max(c.cost() for c in cells)
+    # the two large cells sit alone-ish: no partition exceeds the mean by more than one cell
+    assert max(loads) <= sum(loads) / len(loads) + biggest
+    big = [p for p in parts if any("400" in c.topology for c in p)]
+    assert len(big) == 2  # never both large cells in one partition
+    assert balance(list(reversed(cells)), 6) == parts  # deterministic
+
+
+def test_balance_never_makes_empty_partitions() -> None:
+    cells = [_cell("fattree:k=4", s) for s in range(3)]
+    assert [len(p) for p in balance(cells, 10)] == [1, 1, 1]
+    with pytest.raises(ValueError, match="partitions"):
+        balance(cells, 0)
+
+
+def test_partition_count() -> None:
+    assert partition_count(1, 8) == 1
+    assert partition_count(100, 2) == 7  # ceil(100 / 16) beats 3 x 2
+    assert partition_count(30, 4) == 12
+    assert partition_count(10_000, 2) == 625
+
+
+def test_each_partition_is_one_task(spark: Any) -> None:
+    parts = balance(make_spec().cells(), 5)
+    sizes = spark.sparkContext.parallelize(parts, numSlices=len(parts)).glom().map(len).collect()
+    assert sizes == [1] * len(parts)
+
+
+def test_file_progress_counts_new_and_replaced_files_only(tmp_path: Path) -> None:
+    class Bar:
+        n = 0
+
+        def update(self, k: int = 1) -> None:
+            self.n += k
+
+    spec = make_spec()
+    cells = spec.cells()[:4]
+    from experiments.cell_runner import run_cell
+
+    old = run_cell(cells[0])
+    write_cell(tmp_path, cells[0], old)  # finished before the run: not progress
+    bar = Bar()
+    progress = FileProgress(tmp_path, cells, bar)
+    assert progress.poll() == 0
+    write_cell(tmp_path, cells[1], run_cell(cells[1]))
+    assert progress.poll() == 1
+    write_cell(tmp_path, cells[0], old)  # replaced during the run
+    assert progress.poll() == 1
+    assert progress.poll() == 0 and bar.n == 2
+
+
+# -- schema -------------------------------------------------------------------------
+
+def test_spark_schema_mirrors_the_arrow_schema() -> None:
+    from pyspark.sql import types as T
+
+    schema = spark_schema()
+    assert [f.name for f in schema] == ROWS.names
+    assert [f.nullable for f in schema] == [f.nullable for f in ROWS]
+    kinds = {f.name: type(f.dataType) for f in schema}
+    assert kinds["seed"] is T.LongType and kinds["payload_bytes"] is T.IntegerType
+    assert kinds["delay_worst_ms"] is T.DoubleType and kinds["params"] is T.StringType
+
+
+def test_spark_reads_the_dataset_back_with_the_same_schema(spark: Any, local_dir: Path) -> None:
+    expected = [(f.name, f.dataType) for f in spark_schema()]
+    inferred = spark.read.parquet(str(local_dir)).schema  # files + hive partitions
+    assert [(f.name, f.dataType) for f in inferred] == expected
+    explicit = read_results_spark(spark, local_dir)
+    assert [(f.name, f.dataType) for f in explicit.schema] == expected
+    assert explicit.count() == read_results(local_dir).num_rows
+
+
+# -- runs ---------------------------------------------------------------------------
+
+def test_local_and_spark_engines_give_identical_rows(spark: Any, local_dir: Path,
+                                                     tmp_path: Path) -> None:
+    spec = make_spec()
+    counts = run_spark(spec, tmp_path, spark=spark, progress=False)
+    assert counts == {"cells": len(spec.cells()), "ran": len(spec.cells()), "skipped": 0}
+    assert sorted_rows(tmp_path).equals(sorted_rows(local_dir))
+    assert sorted(p.name for p in tmp_path.rglob("cell-*.parquet")) == sorted(
+        p.name for p in local_dir.rglob("cell-*.parquet"))
+    assert {p.parent.name for p in tmp_path.rglob("cell-*.parquet")} == {
+        "strategy=unicast", "strategy=broadcast", "strategy=multicast"}
+
+
+def test_progress_bar_reaches_the_total(spark: Any, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    spec = parse_spec_dict({**SPEC, "grid": {**SPEC["grid"], "strategy": ["unicast"]}},
+                           "small.toml")
+    run_spark(spec, tmp_path, spark=spark, progress=True)
+    err = capsys.readouterr().err
+    n = len(spec.cells())
+    assert f"{n}/{n}" in err and "cell/s" in err
+
+
+def test_a_cell_failing_once_is_retried_and_written_once(spark: Any, local_dir: Path,
+                                                        tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = make_spec()
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    armed = spec.cells()[::7]
+    for cell in armed:
+        (hooks / f"{cell.cell_id}.arm").touch()
+    monkeypatch.setenv(FAIL_ONCE_ENV, str(hooks))
+    out = tmp_path / "out"
+
+    counts = run_spark(spec, out, spark=spark, progress=False)
+
+    assert counts["ran"] == len(spec.cells())
+    # every armed cell raised once (after writing its file) and then succeeded
+    assert sorted(p.name for p in hooks.iterdir()) == sorted(
+        f"{c.cell_id}.fired" for c in armed)
+    keys = row_keys(out)
+    assert len(keys) == len(set(keys))
+    assert sorted_rows(out).equals(sorted_rows(local_dir))
+
+
+def test_resume_skips_finished_cells(spark: Any, local_dir: Path, tmp_path: Path) -> None:
+    spec = make_spec()
+    cells = spec.cells()
+    run_spark(spec, tmp_path, spark=spark, progress=False)
+    removed = cells[1::4]
+    for cell in removed:
+        cell_path(tmp_path, cell).unlink()
+    stamps = {c.cell_id: cell_path(tmp_path, c).stat().st_mtime_ns
+              for c in cells if c not in removed}
+
+    counts = run_spark(spec, tmp_path, resume=True, spark=spark, progress=False)
+
+    assert counts == {"cells": len(cells), "ran": len(removed),
+                      "skipped": len(cells) - len(removed)}
+    assert {cid: cell_path(tmp_path, c).stat().st_mtime_ns for c in cells
+            if (cid := c.cell_id) in stamps} == stamps
+    assert sorted_rows(tmp_path).equals(sorted_rows(local_dir))
+    assert run_spark(spec, tmp_path, resume=True, spark=spark)["ran"] == 0
+
+
+def test_interrupted_run_resumed_ends_with_exactly_all_rows(spark: Any, local_dir: Path,
+                                                            tmp_path: Path) -> None:
+    spec_file = tmp_path / "sparktest.toml"
+    spec_file.write_text(_toml(SPEC))
+    out = tmp_path / "out"
+    total = len(make_spec().cells())
+    env = {**os.environ, CELL_SLEEP_ENV: "0.25", "PYSPARK_PYTHON": sys.executable}
+    cmd = [sys.executable, "-c", "import sys; from experiments.cli import main; "
+           "sys.exit(main(sys.argv[1:]))", "run", str(spec_file), "--out", str(out),
+           "--master", "local[2]", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(out.rglob("cell-*.parquet"))) < 5:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the run never wrote a cell"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI, its JVM and its Python workers
+        proc.wait(timeout=60)
+        if proc.stderr:
+            proc.stderr.close()
+    done = len(list(out.rglob("cell-*.parquet")))
+    assert 0 < done < total
+
+    counts = run_spark(make_spec(), out, resume=True, spark=spark, progress=False)
+
+    assert counts == {"cells": total, "ran": total - done, "skipped": done}
+    keys = row_keys(out)
+    assert len(keys) == len(set(keys)) == read_results(local_dir).num_rows
+    assert sorted_rows(out).equals(sorted_rows(local_dir))
+
+
+# -- aggregation ----------------------------------------------------------------------
+
+def test_spark_aggregation_equals_the_local_one(spark: Any, local_dir: Path) -> None:
+    remote = aggregate_spark(local_dir, spark=spark)
+    local = aggregate_local(read_results(local_dir))
+    assert len(remote) == len(local) > 0
+    for r, loc in zip(remote, local, strict=True):
+        assert list(r) == list(loc)
+        for key, value in loc.items():
+            if isinstance(value, float):
+                assert math.isclose(r[key], value, rel_tol=1e-9, abs_tol=1e-9) or (
+                    math.isnan(r[key]) and math.isnan(value)), key
+            else:
+                assert r[key] == value and type(r[key]) is type(value), key
+    singles = [r for r in remote if r["count"] == 1]
+    assert all(r["bytes_std"] == 0.0 for r in singles)
+
+
+def test_aggregate_spark_without_results_fails_before_spark(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no results"):
+        aggregate_spark(tmp_path, master="local[1]")
+
+
+# -- helpers ------------------------------------------------------------------------
+
+def _toml(spec: dict[str, dict[str, Any]]) -> str:
+    def value(v: Any) -> str:
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return f'"{v}"' if isinstance(v, str) else str(v)
+
+    return "".join(f"[{table}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items())
+                   for table, body in spec.items())
