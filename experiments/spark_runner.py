@@ -238,6 +238,9 @@ class _NoBar:
     def set_description(self, desc: str) -> None:
         pass
 
+    def reset(self, total: int | None = None) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -314,6 +317,7 @@ def _run_cells(spark: Any, todo: list[Cell], root: Path, spec_json: str, hooks: 
     log.info("%d cells in %d partitions (costs %s)", len(todo), len(parts),
              [round(sum(c.cost() for c in p)) for p in parts])
     bar.set_description(name)
+    bar.reset(total=len(todo))  # rate and ETA from here, not from the JVM start
     task = partial(run_partition, out=str(root), spec_json=spec_json, hooks=hooks)
     sc.setJobDescription(f"stackcast {name}: {len(todo)} cells")
     with FileProgress(root, todo, bar):

@@ -114,9 +114,10 @@ class SwitchConfig:
     clone_sessions: Mapping[int, CloneSession] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tables", MappingProxyType(dict(self.tables)))
-        object.__setattr__(self, "multicast_groups", MappingProxyType(dict(self.multicast_groups)))
-        object.__setattr__(self, "clone_sessions", MappingProxyType(dict(self.clone_sessions)))
+        for name in ("tables", "multicast_groups", "clone_sessions"):
+            value = getattr(self, name)
+            if not isinstance(value, MappingProxyType):  # already read-only: share, don't copy
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
 
     @cached_property
     def _index(self) -> dict[str, tuple[tuple[int, ...], dict[tuple[int, ...], list[TableEntry]]]]:
@@ -128,7 +129,9 @@ class SwitchConfig:
             exact = tuple(i for i in range(width)
                           if all(isinstance(e.match[i][1], Exact) for e in entries))
             buckets: dict[tuple[int, ...], list[TableEntry]] = {}
-            for e in sorted(entries, key=_precedence):
+            # all-exact tables have one entry per key: no precedence order needed
+            ordered = entries if len(exact) == width else sorted(entries, key=_precedence)
+            for e in ordered:
                 buckets.setdefault(tuple(e.match[i][1].value for i in exact), []).append(e)  # type: ignore[union-attr]
             index[table] = (exact, buckets)
         return index

@@ -33,6 +33,9 @@ class Emit:
     port: int
     packet: Packet
     depth: int = 1
+    #: Index (into ``PipelineResult.pass_parents``) of the pass after which this
+    #: copy leaves; -1 when the model does not record a pass trace.
+    after_pass: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,8 @@ class PipelineResult:
         The thesis's simplified circulation count ("equal to the number of
         switch ports used for forwarding", seed 000 §3.3.3), where a family
         defines it; 0 otherwise.
+    pass_parents : tuple of int
+        The pass trace (see the attribute comment), or empty.
     """
 
     passes: int
@@ -63,12 +68,20 @@ class PipelineResult:
     emitted: tuple[Emit, ...]
     dropped: int = 0
     circulations_simplified: int = 0
+    #: Optional pass trace for timed engines: entry j is the index of the pass
+    #: that spawned pass j (a recirculation of, or a clone made in, that pass),
+    #: -1 for the pass that began on arrival. Empty when not recorded; then an
+    #: engine may only assume each copy waited ``depth`` sequential passes.
+    pass_parents: tuple[int, ...] = ()
 
 
 class DataPlane(Protocol):
     """A P4 program family's reference model."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The family name (also the P4 program's base name)."""
+        ...
 
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:

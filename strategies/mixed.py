@@ -36,12 +36,11 @@ Seed 000 §3.3.4 (Fig. 3.7), §3.3.3 (group reduction 3); digest ch. 1-4 §3.5,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from sim.control import ControlState, MulticastGroup, StateBuilder
-from sim.dataplane import DataPlane
 from sim.dataplanes.source_routing import (
     CHECK_ENTRY,
     KEY_ENTRY_ID,
@@ -78,6 +77,7 @@ from topologies.model import Topology
 from topologies.registry import SpecError, check
 
 _TAGS = {"port": TAG_PORT, "bitmask": TAG_BITMASK}
+Plan = list[tuple[StackEntry, tuple[str, ...]]]  # entries with the children each one serves
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,12 +147,9 @@ class Mixed(StackStrategy):
     def __init__(self, params: MixedParams | None = None) -> None:
         super().__init__(params)
         self.layout = self.params.layout()
-        self._model = SourceRoutingDataPlane(layout=self.layout, kind="mixed",
+        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="mixed",
                                              pruning=self.params.pruning,
                                              stack_size=self.stack_size)
-
-    def model(self) -> DataPlane:
-        return self._model
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)
@@ -226,8 +223,7 @@ class Mixed(StackStrategy):
         mc = set(state.publisher_info.get("mcgroup_switches", ()))
         out: list[StackEntry] = []
 
-        def units(tag: int, sid: int, node: str, kids: tuple[str, ...]
-                  ) -> list[tuple[StackEntry, tuple[str, ...]]]:
+        def units(tag: int, sid: int, node: str, kids: tuple[str, ...]) -> Plan:
             if not kids:
                 return []
             if tag == TAG_BITMASK:
@@ -252,7 +248,8 @@ class Mixed(StackStrategy):
         return out
 
     def _mc_plan(self, topology: Topology, state: ControlState, node: str, sid: int,
-                 kids: tuple[str, ...], units) -> list[tuple[StackEntry, tuple[str, ...]]]:
+                 kids: tuple[str, ...], units: Callable[[int, int, str, tuple[str, ...]], Plan]
+                 ) -> Plan:
         """An mc-group entry for the installed group that covers most of ``kids``."""
         port = {c: topology.port_to(node, c) for c in kids}
         want = port_mask(port.values())
@@ -262,7 +259,7 @@ class Mixed(StackStrategy):
         else:
             fits = [g for g in installed if g & ~want == 0]
             best = min(fits, key=lambda g: (-g.bit_count(), g), default=0)
-        plan = []
+        plan: Plan = []
         if best:
             plan.append((StackEntry(sid, best, TAG_MCGROUP),
                          tuple(c for c in kids if best >> (port[c] - 1) & 1)))

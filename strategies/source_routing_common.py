@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from sim.control import (
     ControlState,
@@ -34,6 +34,7 @@ from sim.control import (
     TableEntry,
     Ternary,
 )
+from sim.dataplane import DataPlane
 from sim.dataplanes.source_routing import (
     CHECK_BITMASK,
     CONTINUE_SESSION,
@@ -43,6 +44,7 @@ from sim.dataplanes.source_routing import (
     KEY_NUM_SEEN,
     READ_ENTRY,
     READ_INDEX,
+    SourceRoutingDataPlane,
 )
 from sim.dataplanes.source_routing_codec import StackEntry, StackLayout, encode_stack
 from sim.packet import BROADCAST_MAC, Notification, Packet, host_mac
@@ -234,8 +236,12 @@ def ordered_children(tree: Tree, topology: Topology, order: StackOrder
     for node in reversed(list(tree.preorder())):
         size[node] = 1 + sum(size[c] for c in tree.children.get(node, ()))
     sign = -1 if order == "largest-first" else 1
-    return {n: tuple(sorted(cs, key=lambda c, n=n: (sign * size[c], topology.port_to(n, c))))
-            for n, cs in tree.children.items()}
+
+    def arrange(node: str, kids: tuple[str, ...]) -> tuple[str, ...]:
+        keyed = sorted((sign * size[c], topology.port_to(node, c), c) for c in kids)
+        return tuple(c for _, _, c in keyed)
+
+    return {n: arrange(n, cs) for n, cs in tree.children.items()}
 
 
 def restrict_to_child(tree: Tree, child: str) -> Tree:
@@ -256,11 +262,17 @@ def restrict_to_child(tree: Tree, child: str) -> Tree:
 class StackStrategy(Strategy):
     """Base of the source-routing strategies: tree -> entries -> packets -> MTU policy.
 
-    Subclasses set ``layout`` (in ``__init__``) and implement
+    Subclasses set ``layout`` and ``dataplane_model`` (in ``__init__``) and implement
     :meth:`stack_entries`.
     """
 
     layout: StackLayout
+    dataplane_model: SourceRoutingDataPlane
+
+    def model(self) -> DataPlane:
+        """The source-routing program compiled with this strategy's widths."""
+        # cast: DataPlane declares ``name`` as a settable attribute; the model is frozen.
+        return cast(DataPlane, self.dataplane_model)
 
     def stack_entries(self, topology: Topology, state: ControlState, tree: Tree
                       ) -> list[StackEntry]:

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sim.control import ControlState, StateBuilder
-from sim.dataplane import DataPlane
 from sim.dataplanes.source_routing import CHECK_DEV, KEY_TOP_ID, OWN_ENTRY, SourceRoutingDataPlane
 from sim.dataplanes.source_routing_codec import StackEntry, StackLayout
 from sim.trees import Tree
@@ -76,11 +75,8 @@ class SwitchBitmask(StackStrategy):
     def __init__(self, params: SwitchBitmaskParams | None = None) -> None:
         super().__init__(params)
         self.layout = self.params.layout()
-        self._model = SourceRoutingDataPlane(layout=self.layout, kind="bitmask",
+        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="bitmask",
                                              pruning="reactive", stack_size=self.stack_size)
-
-    def model(self) -> DataPlane:
-        return self._model
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)

@@ -39,7 +39,6 @@ from functools import lru_cache
 from typing import Literal
 
 from sim.control import ControlState, MulticastGroup, StateBuilder
-from sim.dataplane import DataPlane
 from sim.dataplanes.source_routing import (
     CONTINUE_SESSION,
     DO_MULTICAST,
@@ -169,12 +168,9 @@ class SwitchMcgroup(StackStrategy):
     def __init__(self, params: SwitchMcgroupParams | None = None) -> None:
         super().__init__(params)
         self.layout = self.params.layout()
-        self._model = SourceRoutingDataPlane(layout=self.layout, kind="mcgroup",
+        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="mcgroup",
                                              pruning="reactive", mc_subsets=self.params.c,
                                              stack_size=self.stack_size)
-
-    def model(self) -> DataPlane:
-        return self._model
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)
@@ -202,7 +198,7 @@ class SwitchMcgroup(StackStrategy):
         p = self.params
         builder = StateBuilder()
         groups: dict[str, dict[int, MulticastGroup]] = {}
-        seq: dict[str, dict[str, dict[int, int]]] = {}
+        seq: dict[str, dict[int, int]] = {}  # sequential ids: switch -> bitmask -> id
         used = self.used_masks(topology, knowledge) if p.groups == "used" else {}
         if p.groups != "used":
             total = sum(group_count(len(topology.ports(s)), p.c) for s in topology.switches)
@@ -237,13 +233,13 @@ class SwitchMcgroup(StackStrategy):
                     if ids and max(ids.values()) >= 1 << p.group_bits:
                         raise SpecError(f"{sw} needs {len(ids)} groups, more than "
                                         f"group_bits={p.group_bits} can number")
-                    seq[sw] = {"group_ids": ids}
+                    seq[sw] = ids
                 else:
                     ids = {m: m for m in masks}
                 groups[sw] = {ids[m]: MulticastGroup(ids[m], tuple((q, 1) for q in mask_ports(m)))
                               for m in masks}
-        info = {"group_ids": {s: v["group_ids"] for s, v in seq.items()}} if seq else {}
-        return finish_state(builder.build(topology.switches), groups=groups, publisher_info=info)
+        return finish_state(builder.build(topology.switches), groups=groups,
+                            publisher_info={"group_ids": seq} if seq else {})
 
     # -- encoder -------------------------------------------------------------
     def stack_entries(self, topology: Topology, state: ControlState, tree: Tree

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sim.control import ControlState, StateBuilder
-from sim.dataplane import DataPlane
 from sim.dataplanes.source_routing import (
     CHECK_ENTRY,
     KEY_ENTRY_ID,
@@ -89,12 +88,9 @@ class SwitchPort(StackStrategy):
     def __init__(self, params: SwitchPortParams | None = None) -> None:
         super().__init__(params)
         self.layout = self.params.layout()
-        self._model = SourceRoutingDataPlane(layout=self.layout, kind="port",
+        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="port",
                                              pruning=self.params.pruning,
                                              stack_size=self.stack_size)
-
-    def model(self) -> DataPlane:
-        return self._model
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)

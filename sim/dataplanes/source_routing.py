@@ -75,10 +75,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import ClassVar, Literal
+from typing import Literal, cast
 
 from sim.control import SwitchConfig, TableEntry
-from sim.dataplane import DATAPLANES, Emit, PipelineResult
+from sim.dataplane import DATAPLANES, DataPlane, Emit, PipelineResult
 from sim.dataplanes.source_routing_codec import (
     TAG_BITMASK,
     TAG_MCGROUP,
@@ -178,8 +178,7 @@ class SourceRoutingDataPlane:
         are dropped. None = what ``Size`` can count.
     """
 
-    name: ClassVar[str] = "source_routing"
-
+    name: str = field(default="source_routing", init=False)
     layout: StackLayout = StackLayout()
     kind: Kind = "port"
     pruning: Pruning = "predictive"
@@ -383,4 +382,4 @@ class SourceRoutingDataPlane:
             subset += 1  # the original (or its continuation copy) takes the next subset
 
 
-DATAPLANES.add(SourceRoutingDataPlane.name, SourceRoutingDataPlane())
+DATAPLANES.add("source_routing", cast(DataPlane, SourceRoutingDataPlane()))

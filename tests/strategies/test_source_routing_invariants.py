@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import scenarios
 
-from sim.dataplanes.source_routing_codec import TAG_BITMASK, TAG_MCGROUP, TAG_PORT, decode_stack
+from sim.dataplanes.source_routing_codec import TAG_BITMASK, TAG_PORT, decode_stack
 from sim.packet import ETH_HEADER_BYTES, Notification, payload_for
 from sim.static import run_notification
-from sim.trees import shortest_path_tree
+from sim.trees import Tree, shortest_path_tree, steiner_tree
 from strategies.base import Knowledge, make_strategy
 from strategies.stack_common import OversizeError
 from topologies.model import build_topology
@@ -27,6 +27,9 @@ CONFIGS = {
     "port-predictive": ("switch-port", {}),
     "port-reactive": ("switch-port", {"pruning": "reactive"}),
     "bitmask": ("switch-bitmask", {}),
+    "port-narrow-1-byte": ("switch-port", {"id_bits": 5, "port_bits": 3, "size_bits": 8}),
+    "bitmask-steiner-largest-first": ("switch-bitmask", {"tree": "steiner",
+                                                         "stack_order": "largest-first"}),
     "mcgroup-all": ("switch-mcgroup", {}),
     "mcgroup-subsets": ("switch-mcgroup", {"groups": "subsets", "subsets": 3}),
     "mcgroup-used-sequential": ("switch-mcgroup", {"groups": "used", "group_ids": "sequential"}),
@@ -65,6 +68,15 @@ def walk(topo, strategy, state, packets, publisher):
 
 
 # -- closed forms from the tree (digest §3.11) -----------------------------
+
+
+def sized_first(tree):
+    """The same tree with children reordered, largest subtree (node count) first."""
+    size = {}
+    for v in reversed(list(tree.preorder())):
+        size[v] = 1 + sum(size[c] for c in tree.children.get(v, ()))
+    kids = {v: tuple(sorted(cs, key=lambda c: -size[c])) for v, cs in tree.children.items()}
+    return Tree(root=tree.root, parent=tree.parent, children=kids)
 
 
 def preorder_pairs(topo, tree):
@@ -135,12 +147,15 @@ def mixed_closed_form(topo, state, arrivals, pruning):
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
-@settings(max_examples=20)
 @given(case=scenarios(min_switches=4, max_switches=30))
 def test_exactly_once_and_closed_form_recirculations(config, case):
     topo, pub, recv = case
     name, params = CONFIGS[config]
     strategy = make_strategy(name, params)
+    if topo.max_switch_ports >= 1 << params.get("port_bits", 8):
+        with pytest.raises(SpecError, match="port_bits=3"):
+            strategy.install(topo, knowledge_for(config, pub, recv))
+        return
     state = strategy.install(topo, knowledge_for(config, pub, recv))
     note = Notification(3, pub)
     d = run_notification(topo, strategy, state, note, recv, payload_for(note, 50))
@@ -152,7 +167,10 @@ def test_exactly_once_and_closed_form_recirculations(config, case):
     arrivals, frames = walk(topo, strategy, state, d.encoding.packets, pub)
     assert all(len(stacks) == 1 for stacks in arrivals.values())  # a tree: one copy per switch
     got = {s: c.recirculations for s, c in d.switches.items()}
-    tree = shortest_path_tree(topo, topo.host_switch(pub), recv)
+    build = steiner_tree if params.get("tree") == "steiner" else shortest_path_tree
+    tree = build(topo, topo.host_switch(pub), recv)
+    if params.get("stack_order") == "largest-first":
+        tree = sized_first(tree)
     if name == "switch-port":
         want = port_closed_form(topo, tree, params.get("pruning", "predictive"))
     elif name == "switch-bitmask":
@@ -170,6 +188,7 @@ def test_exactly_once_and_closed_form_recirculations(config, case):
         entries, used = decode_stack(pkt.header + pkt.payload, layout)
         assert used == len(pkt.header) == layout.header_bytes(len(entries))
         assert pkt.frame_bytes - ETH_HEADER_BYTES <= 1500
+        assert len(entries) < 1 << layout.size_bits
     by_id = {topo.switch_id(s): s for s in topo.switches}
     for stack in (s for stacks in arrivals.values() for s in stacks):
         for e in stack:
@@ -180,7 +199,6 @@ def test_exactly_once_and_closed_form_recirculations(config, case):
                 assert 0 < e.value < 1 << max(ports)  # a bitmask of existing ports
 
 
-@settings(max_examples=25)
 @given(case=scenarios(min_switches=4, max_switches=30))
 def test_strategies_compare_as_the_thesis_says(case):
     topo, pub, recv = case
@@ -337,3 +355,21 @@ def test_state_is_p4runtime_shaped():
         "switch-mcgroup": {"multicast_forward": 1, "sessions": 0},
         "mixed": {"check_entry": 3, "check_bitmask": 5, "read_entry": 374, "sessions": 5},
     }
+
+
+def test_state_exports_as_runtime_json_and_diffs():
+    from sim.control import diff, to_runtime_json
+
+    topo = spider()
+    strategy = make_strategy("switch-mcgroup", {"groups": "subsets", "subsets": 2})
+    state = strategy.install(topo, Knowledge())
+    doc = to_runtime_json(state.config("s1"))  # ports 1-4: subsets {1, 2}, {3, 4}
+    assert [(e["match"], e["action_params"]) for e in doc["table_entries"]] == [
+        ({"hdr.stack[0].id": 0, "meta.subset_index": 0}, {"mask": 0b0011, "last": 0}),
+        ({"hdr.stack[0].id": 0, "meta.subset_index": 1}, {"mask": 0b1100, "last": 1})]
+    assert [g["multicast_group_id"] for g in doc["multicast_group_entries"]] == \
+        [1, 2, 3, 4, 8, 12]
+    assert [s["clone_session_id"] for s in doc["clone_session_entries"]] == [512]
+    other = make_strategy("switch-mcgroup").install(topo, Knowledge())
+    writes = diff(state, other)
+    assert {w.type for w in writes} == {"INSERT", "DELETE"}
