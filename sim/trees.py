@@ -96,6 +96,17 @@ def bfs_parents(topology: Topology, root: str) -> Mapping[str, str]:
     return parent
 
 
+def next_hop_port(topology: Topology, switch: str, host: str) -> int:
+    """Port of ``switch`` on the BFS shortest path towards ``host`` (ties: lowest name).
+
+    The next hop is the parent of ``switch`` in the shortest-path tree rooted
+    at the host's switch, so all switches agree on one path per destination.
+    """
+    home = topology.host_switch(host)
+    nxt = host if switch == home else bfs_parents(topology, home)[switch]
+    return topology.port_to(switch, nxt)
+
+
 def _attach_hosts(topology: Topology, parent: dict[str, str], targets: Iterable[str]) -> None:
     for h in targets:
         parent[h] = topology.host_switch(h)

@@ -38,17 +38,10 @@ from sim.dataplanes.neighbor_labels import (
 )
 from sim.dataplanes.neighbor_labels_codec import dest_label
 from sim.packet import Notification
-from sim.trees import bfs_parents
+from sim.trees import next_hop_port
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
 from strategies.label_common import LabelParams, check_receivers, encode_stacks, label_format
 from topologies.model import Topology
-
-
-def next_hop_port(topology: Topology, switch: str, host: str) -> int:
-    """Port of ``switch`` on the BFS shortest path towards ``host``."""
-    home = topology.host_switch(host)
-    nxt = host if switch == home else bfs_parents(topology, home)[switch]
-    return topology.port_to(switch, nxt)
 
 
 @register_strategy
@@ -69,11 +62,9 @@ class Destinations(Strategy):
         fmt = label_format(self.params)
         builder = StateBuilder()
         for host in topology.hosts:
-            home = topology.host_switch(host)
-            toward = bfs_parents(topology, home)  # parent = next hop towards `home`
             for sw in topology.switches:
-                nxt = host if sw == home else toward[sw]
-                builder.add_entry(sw, dest_entry(fmt, topology, host, topology.port_to(sw, nxt)))
+                builder.add_entry(sw, dest_entry(fmt, topology, host,
+                                                 next_hop_port(topology, sw, host)))
         for sw in topology.switches:
             install_clone_sessions(builder, topology, sw, fmt)
         return builder.build(topology.switches)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sim.control import ControlState, StateBuilder
 from sim.dataplanes.l2 import FORWARD
 from sim.packet import Notification, host_mac
-from sim.trees import bfs_parents
+from sim.trees import next_hop_port
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
 from strategies.l2_common import event_packet, l2_entry
 from topologies.model import Topology
@@ -28,12 +28,9 @@ class Unicast(Strategy):
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         builder = StateBuilder()
         for host in topology.hosts:
-            home = topology.host_switch(host)
-            toward = bfs_parents(topology, home)  # parent = next hop towards `home`
             for sw in topology.switches:
-                nxt = host if sw == home else toward[sw]
                 builder.add_entry(sw, l2_entry(host_mac(topology, host), FORWARD,
-                                               topology.port_to(sw, nxt)))
+                                               next_hop_port(topology, sw, host)))
         return builder.build(topology.switches)
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,

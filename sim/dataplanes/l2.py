@@ -11,7 +11,8 @@ MAC (ternary, so a broadcast tree can be chosen per publisher):
   the preinstalled broadcast tree);
 - a miss drops the frame.
 
-One pass, one lookup, no recirculation, no header bytes.
+One pass, one lookup, no recirculation, no header bytes (pass trace: the
+single arrival pass, every copy leaves after it).
 """
 
 from __future__ import annotations
@@ -32,17 +33,19 @@ class L2DataPlane:
                 in_port: int) -> PipelineResult:
         entry = config.lookup(TABLE, packet.dst_mac, packet.src_mac)
         if entry is None:
-            return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=(), dropped=1)
+            return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=(), dropped=1,
+                                  pass_parents=(-1,))
         if entry.action == FORWARD:
-            emitted: tuple[Emit, ...] = (Emit(entry.param("port"), packet),)
+            emitted: tuple[Emit, ...] = (Emit(entry.param("port"), packet, after_pass=0),)
         elif entry.action == MULTICAST:
             group = config.multicast_groups.get(entry.param("group"))
             if group is None:
                 raise LookupError(f"{switch}: multicast group {entry.param('group')} not installed")
-            emitted = tuple(Emit(p, packet) for p in group.ports)
+            emitted = tuple(Emit(p, packet, after_pass=0) for p in group.ports)
         else:
             raise LookupError(f"{switch}: unknown action {entry.action} in {TABLE}")
-        return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=emitted)
+        return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=emitted,
+                              pass_parents=(-1,))
 
 
 DATAPLANES.add(L2DataPlane.name, L2DataPlane())

@@ -42,6 +42,10 @@ Clone sessions: one per port, session id = port.
   recirculates once per later label, applying ``check_dest`` and deleting
   labels whose port differs from ``p`` (clone post-processing, Fig. 4.2).
 
+Pass trace (``PipelineResult.pass_parents``): the original's passes are
+0..L-1 (a chain); each clone's passes follow, the first spawned by the
+original pass that made it; a copy leaves after its clone's last pass.
+
 Deviations from the thesis: the thesis gives no P4 code for *hops* and
 *destinations*; the passes follow the switch/port listing (one label per
 pass, clones trimmed one label per pass) and the Ch. 5 served-ports mask.
@@ -142,22 +146,26 @@ class NeighborLabelsDataPlane:
             if hit is not None and hit.param("port") != in_port:
                 clones.append((k, _session_port(switch, config, hit.param("port"))))
         emitted = []
+        parents = _chain(len(labels))  # pass trace: the original's passes first
         for k, port in clones:
             keep: list[int] = []
             trimming = False
             depth = k + 1
+            last = k  # the clone is made in pass k and recirculates from there
             for label in labels[k + 1:]:  # skip own subtree, delete from the next neighbour on
                 passes += 1
                 depth += 1
+                parents.append(last)
+                last = len(parents) - 1
                 if not trimming:
                     lookups += 1
                     trimming = config.lookup(CHECK_NEIGHBOR, label) is not None
                 if not trimming:
                     keep.append(label)
-            emitted.append(self._emit(packet, port, keep, payload, depth))
+            emitted.append(self._emit(packet, port, keep, payload, depth, last))
         emitted.sort(key=lambda e: e.depth)
         return PipelineResult(passes=passes, recirculations=passes - 1, lookups=lookups,
-                              emitted=tuple(emitted), dropped=1)
+                              emitted=tuple(emitted), dropped=1, pass_parents=tuple(parents))
 
     def _destinations(self, switch: str, config: SwitchConfig, packet: Packet,
                       labels: tuple[int, ...], payload: bytes, in_port: int) -> PipelineResult:
@@ -176,25 +184,34 @@ class NeighborLabelsDataPlane:
                 served |= bit
                 clones.append((k, port, _session_port(switch, config, port)))
         emitted = []
+        parents = _chain(len(labels))  # pass trace: the original's passes first
         for k, port, out in clones:
             keep = [labels[k]]
             depth = k + 1
+            last = k  # the clone is made in pass k and recirculates from there
             for label in labels[k + 1:]:  # clone post-processing: keep ids of this port only
                 passes += 1
                 depth += 1
+                parents.append(last)
+                last = len(parents) - 1
                 lookups += 1
                 hit = config.lookup(CHECK_DEST, label)
                 if hit is not None and hit.param("port") == port:
                     keep.append(label)
-            emitted.append(self._emit(packet, out, keep, payload, depth))
+            emitted.append(self._emit(packet, out, keep, payload, depth, last))
         emitted.sort(key=lambda e: e.depth)
         return PipelineResult(passes=passes, recirculations=passes - 1, lookups=lookups,
-                              emitted=tuple(emitted), dropped=1)
+                              emitted=tuple(emitted), dropped=1, pass_parents=tuple(parents))
 
     def _emit(self, packet: Packet, port: int, labels: list[int], payload: bytes,
-              depth: int) -> Emit:
+              depth: int, after_pass: int) -> Emit:
         return Emit(port, Packet(packet.dst_mac, packet.src_mac, packet.ethertype,
-                                 self.fmt.encode(labels), payload), depth)
+                                 self.fmt.encode(labels), payload), depth, after_pass)
+
+
+def _chain(n: int) -> list[int]:
+    """Pass trace of ``n`` sequential passes (each the recirculation of the one before)."""
+    return [-1, *range(n - 1)]
 
 
 def _session_port(switch: str, config: SwitchConfig, port: int) -> int:
@@ -205,7 +222,8 @@ def _session_port(switch: str, config: SwitchConfig, port: int) -> int:
 
 
 def _reject() -> PipelineResult:
-    return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
+    return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1,
+                          pass_parents=(-1,))
 
 
 DATAPLANES.add(NeighborLabelsDataPlane.name, NeighborLabelsDataPlane())

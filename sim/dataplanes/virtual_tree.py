@@ -53,6 +53,10 @@ with its port: a hit drops it, otherwise it leaves on its port when the stack
 is exhausted. So a stop label is seen only by clones made by earlier labels,
 which is why encoders put trees first, then stops, then hops.
 
+Pass trace (``PipelineResult.pass_parents``): the original's passes come
+first (a chain); then each clone's or replica's passes, the first spawned by
+the pass that made it; a copy leaves after its last pass.
+
 Deviations from the thesis listings (all flagged [BUG]/[R] in the digest):
 
 - The original is dropped in ingress in the pass that finishes its last label
@@ -260,11 +264,15 @@ class VirtualTreeDataPlane:
             elif remaining == 0:
                 index += 1
         emitted: list[Emit] = []
+        parents = [-1, *range(passes - 1)]  # pass trace: the original's passes first
         for made, port, cstack, start in clones:
             depth = made
+            last = made - 1  # index of the pass that made the clone
             for j in range(start, len(cstack)):
                 depth += 1
                 passes += 1
+                parents.append(last)
+                last = len(parents) - 1
                 lookups += 1
                 if config.lookup(CHECK_STOP, cstack[j], port) is not None:
                     drops += 1
@@ -272,10 +280,10 @@ class VirtualTreeDataPlane:
             else:
                 emitted.append(Emit(port, Packet(packet.dst_mac, packet.src_mac,
                                                  packet.ethertype, fmt.encode(cstack), payload),
-                                    depth))
+                                    depth, last))
         emitted.sort(key=lambda e: e.depth)
         return PipelineResult(passes=passes, recirculations=passes - 1, lookups=lookups,
-                              emitted=tuple(emitted), dropped=drops)
+                              emitted=tuple(emitted), dropped=drops, pass_parents=tuple(parents))
 
     def _replicate(self, switch: str, config: SwitchConfig, group_id: int, in_port: int,
                    served: int, made: int, stack: list[int], index: int,
@@ -301,7 +309,8 @@ def _session(switch: str, config: SwitchConfig, port: int) -> CloneSession:
 
 
 def _reject() -> PipelineResult:
-    return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
+    return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1,
+                          pass_parents=(-1,))
 
 
 DATAPLANES.add(VirtualTreeDataPlane.name, VirtualTreeDataPlane())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import networkx as nx
 from hypothesis import given
+from support.random_topologies import scenarios
 
 from sim.trees import hop_distances, shortest_path_tree, spanning_tree, steiner_tree
-from support.random_topologies import scenarios
 
 
 def check_tree(topo, tree, root, targets):
@@ -18,7 +18,8 @@ def check_tree(topo, tree, root, targets):
     hosts = {n for n in g if topo.is_host(n)}
     assert hosts == set(targets)
     # no useless branches: every leaf is a target host
-    assert {n for n in g if g.out_degree(n) == 0} <= set(targets) | ({root} if not targets else set())
+    leaves = {n for n in g if g.out_degree(n) == 0}
+    assert leaves <= set(targets) | ({root} if not targets else set())
 
 
 @given(scenarios())

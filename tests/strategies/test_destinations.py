@@ -11,8 +11,8 @@ from sim.dataplanes.neighbor_labels_codec import dest_label
 from sim.dataplanes.virtual_tree_codec import LabelFormat
 from sim.packet import Notification, payload_for
 from sim.static import run_notification
+from sim.trees import next_hop_port
 from strategies.base import Knowledge, make_strategy
-from strategies.destinations import next_hop_port
 from topologies.model import build_topology
 from topologies.specs import load_topology
 
