@@ -10,11 +10,16 @@ per-cell overhead
     overhead = (Spark time - local time) / cells. It covers task scheduling,
     serialization, Python worker round trips and the driver-side checks.
 speed-up
-    ``cells`` CPU-bound cells (unicast on a 64-switch jellyfish, ~0.5 s each)
+    ``cells`` CPU-bound cells (400 unicast notifications on a 64-switch jellyfish, ~0.5 s each)
     on ``local[1]`` and on ``local[2]``; speed-up = median local[1] time /
     median local[2] time. The repetitions alternate between the two masters,
     so a background load hits both alike. On 2 idle cores the target is
     >= 1.7x.
+machine speed-up
+    The same cells run by one and by two plain worker processes (a
+    ``ProcessPoolExecutor``, no Spark): the speed-up this machine offers at the
+    moment. On a busy machine it is below 2, and ``efficiency`` = Spark
+    speed-up / machine speed-up tells what Spark itself loses.
 
 Nothing here runs in the default test run; the numbers depend on the machine.
 """
@@ -25,15 +30,18 @@ import os
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from experiments.cell_runner import run_cell
 from experiments.runner_local import run_local
-from experiments.spec import ExperimentSpec, parse_spec_dict
+from experiments.spec import Cell, ExperimentSpec, parse_spec_dict
 
 TARGET_SPEEDUP = 1.7
 CPU_TOPOLOGY = "jellyfish:switches=64,degree=4,seed=1"
-CPU_NOTIFICATIONS = 100
+CPU_NOTIFICATIONS = 400
 TRIVIAL_TOPOLOGY = "fattree:k=4"
 
 
@@ -60,6 +68,17 @@ def _timed(fn: Any) -> float:
     return time.perf_counter() - start
 
 
+def _rows(cell: Cell) -> int:
+    return run_cell(cell).num_rows
+
+
+def _pool_time(cells: list[Cell], warm: list[Cell], workers: int) -> float:
+    """Wall time of ``cells`` on ``workers`` warm processes (no Spark)."""
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        list(pool.map(_rows, warm, chunksize=1))
+        return _timed(lambda: list(pool.map(_rows, cells, chunksize=1)))
+
+
 def run_bench_spark(cells: int = 12, reps: int = 3, trivial_cells: int = 48,
                     work_dir: str | Path | None = None) -> dict[str, Any]:
     """Measure per-cell overhead and the local[1] -> local[2] speed-up; returns the figures."""
@@ -75,7 +94,8 @@ def run_bench_spark(cells: int = 12, reps: int = 3, trivial_cells: int = 48,
     require_spark()
     heavy, light = cpu_spec(cells), trivial_spec(trivial_cells)
     times: dict[str, list[float]] = {"local[1]": [], "local[2]": [], "trivial_spark": [],
-                                     "trivial_local": [], "cpu_local_engine": []}
+                                     "trivial_local": [], "cpu_local_engine": [],
+                                     "pool1": [], "pool2": []}
     starts: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
     with tempfile.TemporaryDirectory(prefix="stackcast-bench-", dir=work_dir) as tmp:
         root = Path(tmp)
@@ -84,7 +104,10 @@ def run_bench_spark(cells: int = 12, reps: int = 3, trivial_cells: int = 48,
         def fresh() -> Path:
             return root / f"run{next(runs)}"
 
+        warm_cells = trivial_spec(4).cells()
         for _ in range(reps):
+            for workers in (1, 2):
+                times[f"pool{workers}"].append(_pool_time(heavy.cells(), warm_cells, workers))
             times["trivial_local"].append(
                 _timed(lambda: run_local(light, fresh(), progress=False)))
             for master in ("local[1]", "local[2]"):
@@ -103,6 +126,7 @@ def run_bench_spark(cells: int = 12, reps: int = 3, trivial_cells: int = 48,
 
     med = {k: statistics.median(v) for k, v in times.items()}
     speedup = med["local[1]"] / med["local[2]"]
+    machine = med["pool1"] / med["pool2"]
     return {
         "cpus": os.cpu_count(),
         "reps": reps,
@@ -122,6 +146,8 @@ def run_bench_spark(cells: int = 12, reps: int = 3, trivial_cells: int = 48,
             "local1_runs_s": times["local[1]"],
             "local2_runs_s": times["local[2]"],
             "ratio": speedup,
+            "machine_ratio": machine,
+            "efficiency": speedup / machine,
             "target": TARGET_SPEEDUP,
             "met": speedup >= TARGET_SPEEDUP,
         },
@@ -144,6 +170,8 @@ def format_bench(result: dict[str, Any]) -> str:
         f"(local engine {s['local_engine_s']:.2f} s)",
         f"  speed-up            {s['ratio']:.2f}x local[1] -> local[2] "
         f"(target >= {s['target']:.1f}x: {'met' if s['met'] else 'NOT met'})",
+        f"  machine speed-up    {s['machine_ratio']:.2f}x one -> two plain processes now "
+        f"(Spark reaches {100 * s['efficiency']:.0f} % of it)",
         f"  session start       local[1] {start['local[1]']:.1f} s, "
         f"local[2] {start['local[2]']:.1f} s",
     ])

@@ -1,4 +1,5 @@
-"""Run one cell: its notifications through the static engine, one row each.
+"""Run one cell: its notifications through the static engine, one row each
+(timed cells go to :mod:`experiments.timed_cell`).
 
 Pure of any engine: the local and the Spark runner both call
 :func:`run_cell`, which is why their rows are identical.
@@ -6,16 +7,17 @@ Pure of any engine: the local and the Spark runner both call
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 
-from experiments.schema import ROWS
+from experiments.schema import EXTRA_COLUMNS, ROWS
 from experiments.spec import Cell
 from sim.control import ControlState, diff
 from sim.packet import Notification, payload_for
 from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from sim.seeds import child_rng, stable_seed
 from sim.static import DelayModel, run_notification
 from strategies.base import Knowledge, Strategy, make_strategy
 from topologies.model import LinkDefaults
@@ -24,22 +26,35 @@ from topologies.specs import load_topology
 
 
 def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: frozenset[str],
-               stable: frozenset[str] | None, cache: dict[Any, ControlState]) -> ControlState:
-    """Install state; strategies whose state does not depend on the receivers are cached."""
+               stable: frozenset[str] | None, cache: dict[Any, ControlState],
+               base: Knowledge | None = None) -> ControlState:
+    """Install state; strategies whose state does not depend on the receivers are cached.
+
+    ``base`` carries what every install may know (the population and the
+    workload seed).
+    """
+    base = base if base is not None else Knowledge()
     scope = strategy.scope
     if scope == "topology":
         key: Any = ()
-        knowledge = Knowledge()
+        knowledge = base
     elif scope == "publisher":
         key = publisher
-        knowledge = Knowledge(receiver_sets={publisher: ()})
+        knowledge = replace(base, receiver_sets={publisher: ()})
     else:
-        return strategy.install(topology, Knowledge(
-            receiver_sets={publisher: (receivers,)},
+        return strategy.install(topology, replace(
+            base, receiver_sets={publisher: (receivers,)},
             stable={publisher: stable} if stable is not None else {}))
-    if key not in cache:
-        cache[key] = strategy.install(topology, knowledge)
-    return cache[key]
+    # A population whose content changes during the cell (subscription churn)
+    # has a ``version``: a new version updates the cached state of the same key.
+    version = getattr(base.population, "version", None)
+    cached = cache.get(key)
+    if cached is None:
+        cached = (version, strategy.install(topology, knowledge))
+    elif cached[0] != version:
+        cached = (version, strategy.update(topology, cached[1], knowledge))
+    cache[key] = cached
+    return cached[1]
 
 
 def cell_rows(cell: Cell) -> list[dict[str, Any]]:
@@ -48,19 +63,35 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
     delays = make_params(DelayModel, dict(cell.delays), "delays")
     topology = load_topology(cell.topology, links)
     strategy = make_strategy(cell.strategy, dict(cell.params))
-    population = receiver_model(cell.receivers).population(
-        topology, child_rng(cell.workload_seed, "population"))
-    cache: dict[Any, ControlState] = {}
+    model = receiver_model(cell.receivers)
+    # Models whose parameters include a level that must not reseed the workload
+    # (nested churn levels) name the parameters that fix it: workload_key().
+    key = getattr(model.params, "workload_key", None)
+    workload_seed = cell.workload_seed if key is None else stable_seed(
+        ["workload", cell.topology, key(), cell.seed, dict(cell.links)])
+    population = model.population(topology, child_rng(workload_seed, "population"))
+    base = Knowledge(population=population, seed=workload_seed)
+    cache: dict[Any, tuple[Any, ControlState]] = {}
     stable_of = getattr(population, "stable", None)  # populations that know stable subscribers
+    # Populations that change during the cell give their state before each run
+    # (at(run)); content populations draw the event and its receivers (draw()).
+    at = getattr(population, "at", None)
     previous: ControlState | None = None
     rows = []
     for run in range(cell.notifications):
-        rng = child_rng(cell.workload_seed, "notification", run)
+        rng = child_rng(workload_seed, "notification", run)
         publisher = population.publishers[int(rng.integers(len(population.publishers)))]
-        receivers = population.receivers(publisher, rng)
-        note = Notification(notification_id=run, publisher=publisher)
+        current = at(run) if at is not None else population
+        draw = getattr(current, "draw", None)
+        event = None
+        if draw is not None:
+            event, receivers = draw(publisher, run, rng)
+        else:
+            receivers = population.receivers(publisher, rng)
+        note = Notification(notification_id=run, publisher=publisher, event=event)
         stable = stable_of(publisher, run) if stable_of else None
-        state = _state_for(strategy, topology, publisher, receivers, stable, cache)
+        knowledge = base if current is population else replace(base, population=current)
+        state = _state_for(strategy, topology, publisher, receivers, stable, cache, knowledge)
         writes = 0 if previous is None or previous is state else len(diff(previous, state))
         previous = state
         d = run_notification(topology, strategy, state, note, receivers,
@@ -80,10 +111,28 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
             "max_switch_passes": max((c.passes for c in d.switches.values()), default=0),
             "state_entries": state.entries, "multicast_groups": state.multicast_groups,
             "delay_worst_ms": d.delay_worst_s * 1e3, "control_writes": writes,
+            **_extra(strategy, topology, state, note, receivers, d),
         })
     return rows
 
 
+def _extra(strategy: Strategy, topology: Any, state: ControlState, note: Notification,
+           receivers: frozenset[str], delivery: Any) -> dict[str, Any]:
+    """The strategy's extra metrics over the defaults of :data:`EXTRA_COLUMNS`."""
+    out: dict[str, Any] = dict(EXTRA_COLUMNS)
+    for k, v in strategy.extra_metrics(topology, state, note, receivers, delivery).items():
+        if k not in out:
+            raise KeyError(f"strategy {strategy.name!r} reports unknown metric {k!r} "
+                           f"(known: {', '.join(EXTRA_COLUMNS)})")
+        out[k] = v
+    return out
+
+
 def run_cell(cell: Cell) -> pa.Table:
-    """The rows of ``cell`` as an Arrow table with the :data:`ROWS` schema."""
+    """The rows of ``cell`` as an Arrow table: :data:`ROWS` for static cells,
+    :data:`~experiments.schema.TIMED_ROWS` for timed ones (engine = "timed")."""
+    if cell.engine == "timed":
+        from experiments.timed_cell import run_timed_cell
+
+        return run_timed_cell(cell)
     return pa.Table.from_pylist(cell_rows(cell), schema=ROWS)

@@ -187,6 +187,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from experiments.recommend import recommend
+
+    results = Path(args.results)
+    if not results.is_dir():
+        raise CliError(f"results directory {str(results)!r} does not exist (run "
+                       "experiments/specs/ch6-best-strategies.toml first, or pass --results)")
+    out = recommend(results, args.topology, args.scenario, args.churn, args.subscribers, args.k)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{out['topology']} ({out['scenario']}, churn {out['churn']:g} %, "
+              f"{out['subscribers']:g} % subscribers): {out['strategy']}, expected header "
+              f"{out['expected_header_entries']:.2f} entries")
+        print(f"  learned from {out['training_points']} points on {out['networks']} networks; "
+              f"cross-validated accuracy {out['accuracy_leave_one_out']:.0%} (leave one out), "
+              f"{out['accuracy_leave_one_network_out']:.0%} (leave one network out)")
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -250,6 +270,20 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     bench.set_defaults(func=cmd_bench)
+    rec = sub.add_parser("recommend", help="pick the virtual-tree strategy with the smallest "
+                                           "expected header for a network (seed 000 §7.2)")
+    rec.add_argument("--topology", required=True, help="topology spec, e.g. zoo:Dfn")
+    rec.add_argument("--scenario", required=True, choices=["uniform", "nearby", "distant"],
+                     help="client migration scenario")
+    rec.add_argument("--churn", type=float, required=True, help="churn in percent (0-100)")
+    rec.add_argument("--subscribers", type=float, default=30.0,
+                     help="subscribers per publisher in percent (default 30)")
+    rec.add_argument("--results", default="results/ch6-best-strategies",
+                     help="results of a clustered sweep to learn from "
+                          "(default results/ch6-best-strategies)")
+    rec.add_argument("--k", type=int, default=3, help="neighbours of the k-NN model (default 3)")
+    rec.add_argument("--json", action="store_true", help="machine-readable output")
+    rec.set_defaults(func=cmd_recommend)
     return p
 
 

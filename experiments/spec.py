@@ -24,6 +24,10 @@ Example::
     [delays]                     # optional: analytic delay constants (seconds)
     feed_in_s = 1e-4
 
+A timed spec adds ``engine = "timed"`` to ``[experiment]`` and a ``[timed]``
+table of :func:`sim.timed_config.timed_settings` keys (lists are swept, like
+strategy parameters), e.g. ``rate_hz = [100, 1000]``, ``recirc_port_bps``.
+
 The workload (publishers and receiver sets) of a cell depends only on its
 topology, receiver model and seed, not on the strategy or payload, so every
 strategy is measured on the same notifications (seed 000 §3.5.2: "fixed RNG
@@ -50,7 +54,8 @@ from topologies.registry import SpecError, check, make_params
 from topologies.specs import load_topology
 
 _EXPERIMENT_KEYS = {"name", "description", "notifications", "seeds", "payload_bytes", "engine"}
-_TOP_KEYS = {"experiment", "grid", "strategy_params", "delays", "links"}
+_TOP_KEYS = {"experiment", "grid", "strategy_params", "delays", "links", "timed"}
+ENGINES = ("static", "timed")
 _GRID_KEYS = {"topology", "strategy", "receivers"}
 
 
@@ -68,15 +73,22 @@ class Cell:
     notifications: int
     delays: tuple[tuple[str, float], ...] = ()
     links: tuple[tuple[str, float], ...] = ()
+    #: "static" or "timed"; a timed cell also carries its point of the [timed] grid.
+    engine: str = "static"
+    timed: tuple[tuple[str, Any], ...] = ()
 
     def canonical(self) -> dict[str, Any]:
-        return {
+        out = {
             "experiment": self.experiment, "topology": self.topology,
             "strategy": self.strategy, "params": dict(self.params),
             "receivers": self.receivers, "payload_bytes": self.payload_bytes,
             "seed": self.seed, "notifications": self.notifications,
             "delays": dict(self.delays), "links": dict(self.links),
         }
+        if self.engine != "static":  # static cells keep their ids
+            out["engine"] = self.engine
+            out["timed"] = dict(self.timed)
+        return out
 
     @property
     def cell_id(self) -> str:
@@ -126,6 +138,8 @@ class ExperimentSpec:
     delays: Mapping[str, float] = field(default_factory=dict)
     links: Mapping[str, float] = field(default_factory=dict)
     source: str = ""
+    engine: str = "static"
+    timed: Mapping[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         """All cells in a deterministic order."""
@@ -137,12 +151,14 @@ class ExperimentSpec:
         for topo, strat, recv, payload, seed in itertools.product(
                 self.topologies, self.strategies, self.receivers, self.payload_bytes, self.seeds):
             for params in _param_points(self.strategy_params.get(strat, {})):
-                yield Cell(experiment=self.name, topology=topo, strategy=strat, params=params,
-                           receivers=recv, payload_bytes=payload, seed=seed,
-                           notifications=self.notifications, delays=delays, links=links)
+                for timed in _param_points(self.timed) if self.engine == "timed" else [()]:
+                    yield Cell(experiment=self.name, topology=topo, strategy=strat,
+                               params=params, receivers=recv, payload_bytes=payload, seed=seed,
+                               notifications=self.notifications, delays=delays, links=links,
+                               engine=self.engine, timed=timed)
 
     def canonical(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name, "description": self.description,
             "notifications": self.notifications, "seeds": list(self.seeds),
             "payload_bytes": list(self.payload_bytes), "topologies": list(self.topologies),
@@ -150,6 +166,10 @@ class ExperimentSpec:
             "strategy_params": {k: dict(v) for k, v in self.strategy_params.items()},
             "delays": dict(self.delays), "links": dict(self.links),
         }
+        if self.engine != "static":
+            out["engine"] = self.engine
+            out["timed"] = dict(self.timed)
+        return out
 
 
 def _param_points(grid: Mapping[str, Any]) -> Iterator[tuple[tuple[str, Any], ...]]:
@@ -189,6 +209,13 @@ def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>") -> Experime
     notifications = exp.get("notifications", 10)
     check(isinstance(notifications, int) and notifications > 0,
           f"{source}: experiment.notifications must be a positive integer")
+    engine = exp.get("engine", "static")
+    check(engine in ENGINES, f"{source}: experiment.engine must be one of "
+                             f"{', '.join(ENGINES)}; got {engine!r}")
+    timed = data.get("timed", {})
+    check(isinstance(timed, dict), f"{source}: [timed] must be a table")
+    check(engine == "timed" or not timed,
+          f"{source}: a [timed] table needs experiment.engine = \"timed\"")
     spec = ExperimentSpec(
         name=name,
         description=str(exp.get("description", "")),
@@ -203,6 +230,8 @@ def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>") -> Experime
         delays=dict(data.get("delays", {})),
         links=dict(data.get("links", {})),
         source=source,
+        engine=engine,
+        timed=dict(timed),
     )
     validate(spec)
     return spec
@@ -227,6 +256,11 @@ def validate(spec: ExperimentSpec) -> None:
     links = make_params(LinkDefaults, spec.links, f"{src} [links]")
     for t in spec.topologies:
         load_topology(t, links)
+    if spec.engine == "timed":
+        from sim.timed_config import timed_settings
+
+        for point in _param_points(spec.timed):
+            timed_settings(dict(point), f"{src} [timed]", spec.notifications)
 
 
 def _read_toml(path: str | Path) -> dict[str, Any]:

@@ -448,4 +448,4 @@ def clustered_population(params: ClusteredParams, topology: Topology,
     "subscribers and frequencies, migration scenario and churn (seed 000 §6.5.2, §6.6)")
 def _clustered(params: ClusteredParams, topology: Topology, rng: np.random.Generator
                ) -> Population:
-    return clustered_population(params, topology, rng)
+    return clustered_population(params, topology, rng)  # type: ignore[return-value]

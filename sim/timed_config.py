@@ -91,11 +91,19 @@ class TimedConfig:
         Fully qualified table whose size drives the linear model ("" = all).
     recirc_port_bps : float or None
         None: a recirculated pass re-enters its pipeline's queue at once
-        (BMv2). A rate: it first crosses a dedicated recirculation port of
-        that rate (one per pipeline) with its own drop-tail buffer (the
-        Tofino BIER setting of seed 000 §4.1).
+        (BMv2's software recirculation). A rate: it first crosses a
+        recirculation port of that rate, with its own drop-tail buffer, and
+        then re-enters the pipeline (hardware: Tofino's per-pipe
+        recirculation port).
+    recirc_ports : int
+        Recirculation ports per pipeline when ``recirc_port_bps`` is set:
+        1 = the pipe's own port; each more is a dedicated loopback port
+        (the Tofino BIER fix of seed 000 §4.1, digest §3.10: "physical
+        loopback recirculation ports"). A recirculation takes the port with
+        the shortest queue (lowest index on ties). The front-panel ports
+        they would cost are not removed from the topology.
     recirc_buffer_frames : int or None
-        Buffer of the recirculation port (None = unlimited).
+        Buffer of each recirculation port (None = unlimited).
     pre_delay_s : float
         Packet-replication engine: the i-th of m >= 2 copies leaving after
         the same pass leaves i x ``pre_delay_s`` after that pass.
@@ -140,6 +148,7 @@ class TimedConfig:
     lookup_per_entry_s: float = SEED004_PER_ENTRY_S
     lookup_table: str = ""
     recirc_port_bps: float | None = None
+    recirc_ports: int = 1
     recirc_buffer_frames: int | None = None
     pre_delay_s: float = 0.0
     buffer_frames: int | None = None
@@ -160,6 +169,7 @@ class TimedConfig:
                 "compute_s", "inform_s")
         check(self.pipelines >= 1, f"pipelines must be >= 1; got {self.pipelines!r}")
         check(self.write_batch >= 1, f"write_batch must be >= 1; got {self.write_batch!r}")
+        check(self.recirc_ports >= 1, f"recirc_ports must be >= 1; got {self.recirc_ports!r}")
         check(self.broker_link_bps > 0,
               f"broker_link_bps must be > 0; got {self.broker_link_bps!r}")
         _positive_or_none(self, "pipeline_buffer_frames", "recirc_port_bps",
@@ -223,29 +233,44 @@ class Workload:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Churn:
-    """Subscription changes, each a Poisson process (rates per second).
+    """Subscription changes (rates per second; all Poisson).
 
     Parameters
     ----------
     subscribe_hz : float
-        A host subscribes to a publisher it did not subscribe to.
+        New subscriptions: a uniformly drawn (publisher, host) pair that is
+        not subscribed yet (the publisher's own host excluded).
     unsubscribe_hz : float
-        A subscriber drops one of its publishers.
+        Ended subscriptions: a uniformly drawn existing subscription.
     migrate_hz : float
         A client moves: every subscription of one subscribing host moves to
         a host (another attachment point) that subscribes to nothing.
+    changes_hz : float
+        Stationary churn, one sweepable axis: subscriptions arrive at
+        ``changes_hz / 2`` and each existing one ends at rate
+        ``changes_hz / 2 / N0`` (N0 = subscriptions at the start), so the
+        number of subscriptions reverts to N0 and changes happen at
+        ``changes_hz`` on average (a birth-death process; added to the
+        constant rates above).
     """
 
     subscribe_hz: float = 0.0
     unsubscribe_hz: float = 0.0
     migrate_hz: float = 0.0
+    changes_hz: float = 0.0
 
     def __post_init__(self) -> None:
-        _nonneg(self, "subscribe_hz", "unsubscribe_hz", "migrate_hz")
+        _nonneg(self, "subscribe_hz", "unsubscribe_hz", "migrate_hz", "changes_hz")
+
+    def rates(self, subscriptions: int, initial: int) -> tuple[float, float, float]:
+        """(subscribe, unsubscribe, migrate) per second with ``subscriptions`` now."""
+        half = self.changes_hz / 2
+        leave = half * subscriptions / initial if initial > 0 else half
+        return (self.subscribe_hz + half, self.unsubscribe_hz + leave, self.migrate_hz)
 
     @property
-    def total_hz(self) -> float:
-        return self.subscribe_hz + self.unsubscribe_hz + self.migrate_hz
+    def active(self) -> bool:
+        return self.subscribe_hz + self.unsubscribe_hz + self.migrate_hz + self.changes_hz > 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -304,7 +329,8 @@ def timed_settings(raw: Mapping[str, Any], where: str = "[timed]",
     """Build :class:`TimedSettings` from one flat mapping (a ``[timed]`` table).
 
     ``notifications`` (the spec's ``[experiment] notifications``) is the
-    workload's cap unless ``raw`` sets one.
+    workload's cap unless ``raw`` sets one or sets ``duration_s`` (then
+    the duration alone ends publishing).
 
     Raises
     ------
@@ -317,8 +343,9 @@ def timed_settings(raw: Mapping[str, Any], where: str = "[timed]",
         if key not in owner:
             raise SpecError(f"{where}: unknown key {key!r} (allowed: {', '.join(sorted(owner))})")
         split[owner[key]][key] = value
-    if notifications is not None and "notifications" not in split["workload"]:
-        split["workload"]["notifications"] = notifications
+    wl = split["workload"]
+    if notifications is not None and "notifications" not in wl and wl.get("duration_s") is None:
+        wl["notifications"] = notifications
     built = {p: make_params(cls, split[p], where) for p, cls in _PARTS.items()}
     return TimedSettings(**built)
 

@@ -75,7 +75,12 @@ class NoteRecord:
     frames: int = 0
     bytes: int = 0
     drops: int = 0
+    passes: int = 0
+    recirculations: int = 0
+    lookups: int = 0
+    circulations_simplified: int = 0
     t_last: float = 0.0
+    switch_passes: dict[str, int] = field(default_factory=dict)
     delivered: dict[str, int] = field(default_factory=dict)
     first: dict[str, float] = field(default_factory=dict)
 
@@ -177,6 +182,12 @@ class Recorder:
         c.lookups += result.lookups
         c.circulations_simplified += result.circulations_simplified
         self.dataplane_drops += result.dropped
+        note = self.notes[nid]
+        note.passes += result.passes
+        note.recirculations += result.recirculations
+        note.lookups += result.lookups
+        note.circulations_simplified += result.circulations_simplified
+        note.switch_passes[switch] = note.switch_passes.get(switch, 0) + result.passes
 
     def recirculated(self, switch: str) -> None:
         self.recirc_executed[switch] = self.recirc_executed.get(switch, 0) + 1
@@ -477,8 +488,9 @@ class TimedEngine:
                 yield ("broker_link" if port.dst.startswith("b:") else "egress"), port
             for pipe in node.pipelines:
                 yield "pipeline", pipe
-            for rp in node.recirc:
-                yield "recirc", rp
+            for ports in node.recirc:
+                for rp in ports:
+                    yield "recirc", rp
         for host in self.hosts.values():
             if host.nic is not None:
                 yield "nic", host.nic

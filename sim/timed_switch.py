@@ -239,7 +239,7 @@ class RecircPort(FifoServer):
 
     __slots__ = ("switch", "bps")
 
-    def __init__(self, env: simpy.Environment, switch: SwitchNode, index: int, bps: float,
+    def __init__(self, env: simpy.Environment, switch: SwitchNode, index: str, bps: float,
                  buffer: int | None) -> None:
         super().__init__(env, (switch.name, f"recirc{index}"), buffer)
         self.switch = switch
@@ -263,8 +263,8 @@ class SwitchNode:
     pipeline (p - 1) mod ``pipelines``; every pass costs ``pass_s`` plus
     ``lookups / passes`` lookup latencies; a pass spawned by another pass
     (recirculation or clone) is ready when its parent completes and, with
-    ``recirc_port_bps`` set, first crosses the pipeline's recirculation
-    port; the i-th of m >= 2 copies leaving after one pass waits
+    ``recirc_port_bps`` set, first crosses the least-loaded of the pipeline's
+    ``recirc_ports`` recirculation ports; the i-th of m >= 2 copies leaving after one pass waits
     ``i x pre_delay_s`` in the replication engine; then it joins the
     egress queue of its port.
     """
@@ -280,10 +280,12 @@ class SwitchNode:
         self.ports: dict[int, EgressPort] = {}
         self.pipelines = [Pipeline(env, self, i, timed.pipeline_buffer_frames)
                           for i in range(timed.pipelines)]
-        self.recirc = ([RecircPort(env, self, i, timed.recirc_port_bps,
-                                   timed.recirc_buffer_frames)
-                        for i in range(timed.pipelines)]
-                       if timed.recirc_port_bps is not None else [])
+        bps = timed.recirc_port_bps
+        #: per pipeline, its recirculation ports (none: recirculation re-enters at once)
+        self.recirc: list[list[RecircPort]] = [
+            [RecircPort(env, self, f"{i}.{k}", bps, timed.recirc_buffer_frames)
+             for k in range(timed.recirc_ports)] for i in range(timed.pipelines)
+        ] if bps is not None else []
         self._cache: dict[tuple[int, Any, int], tuple[SwitchConfig, PipelineResult, PassPlan,
                                                       float]] = {}
         self._lookup_s: tuple[int, float] = (-1, 0.0)
@@ -339,7 +341,9 @@ class SwitchNode:
             rec.recirculated(self.name)
         for c in plan.children[j]:
             if self.recirc:
-                if not self.recirc[pkt.pipe].offer((pkt, c)):
+                ports = self.recirc[pkt.pipe]
+                port = min(ports, key=lambda p: len(p.queue)) if len(ports) > 1 else ports[0]
+                if not port.offer((pkt, c)):
                     rec.drop(self.env.now, "recirc", self.name, pkt.pipe, nid)
             else:
                 self.enqueue((pkt, c))

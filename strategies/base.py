@@ -45,10 +45,21 @@ class Knowledge:
         multicast and stored trees install exactly these).
     stable : mapping
         Publisher -> its stable subscribers (hybrid strategies; seed 000 §4.3).
+    population : object, optional
+        The workload's population (``sim.receivers.Population``), for
+        strategies that install from publisher/subscriber relations, client
+        clusters or notification statistics (virtual trees, seed 000 ch. 5-6;
+        see ``strategies.vt_common.workload_view``). None when unknown.
+    seed : int
+        Root seed of the strategy's own random choices during installation
+        (``sim.seeds.child_rng(seed, component)``); runners pass the cell's
+        workload seed.
     """
 
     receiver_sets: Mapping[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
     stable: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    population: Any = None
+    seed: int = 0
 
     @property
     def publishers(self) -> tuple[str, ...]:
@@ -125,6 +136,18 @@ class Strategy:
     def host_receive(self, topology: Topology, host: str, packet: Packet,
                      notification: Notification) -> HostAction:
         return DELIVER
+
+    def extra_metrics(self, topology: Topology, state: ControlState,
+                      notification: Notification, receivers: frozenset[str],
+                      delivery: Any) -> Mapping[str, float]:
+        """Optional metrics of one notification beyond the engine's (default: none).
+
+        ``delivery`` is the static engine's :class:`sim.static.Delivery`.
+        Keys must be columns of :data:`experiments.schema.EXTRA_COLUMNS`;
+        runners fill the columns a strategy does not return with their
+        defaults (0).
+        """
+        return {}
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("strategy")

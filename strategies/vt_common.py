@@ -143,7 +143,7 @@ def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
             x = parent[x]
         return x
 
-    nodes = set()
+    nodes: set[str] = set()
     for e in edges:
         a, b = link_ends(topology, e)
         nodes.update((a, b))
@@ -453,6 +453,8 @@ class VtParams(LabelParams):
 def validate_vt_params(p: VtParams) -> None:
     """Validate the fields of :class:`VtParams` (subclasses call it)."""
     validate_label_params(p)
+    check(p.on_oversize != "split", "on_oversize=split is not available for virtual-tree "
+                                    "strategies (use error or jumbo)")
     check(p.max_rules >= 0, f"max_rules must be >= 0, got {p.max_rules}")
     check(p.on_full in ("stop", "skip"), f"on_full must be stop or skip; got {p.on_full!r}")
     check(p.min_edges >= 1, f"min_edges must be >= 1, got {p.min_edges}")

@@ -13,7 +13,8 @@ receivers:
    ``E- =`` VT edges outside ``E_dist`` that share an endpoint with it (stop
    labels), and ``C' = |E+| + |E-| + |T'|``; ``t`` is kept iff ``C' < C``.
 3. The header is ``[tree labels] + [stop labels] + [hop labels]`` (trees in
-   selection order, stops by edge id, hops in the delivery tree's preorder).
+   selection order, stops by edge id, hops grouped by switch in depth-first
+   order of the delivery tree from the publisher).
 
 Exactness: every switch on the delivery tree applies every selected VT's
 label and clones on all of that VT's ports but the ingress one; every such
@@ -136,7 +137,9 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
 
 
 def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
-                virtual: bytearray | None = None) -> tuple[list[int], list[int]]:
+                virtual: bytearray | None = None,
+                adj: Sequence[Sequence[tuple[int, int]]] | None = None
+                ) -> tuple[list[int], list[int]]:
     """Shortest-path Steiner heuristic on the 0/1-weighted switch graph.
 
     Parameters
@@ -148,6 +151,9 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
         Switch indices to connect (the root may be among them).
     virtual : bytearray, optional
         Per edge id: 1 if the edge weighs 0 (a virtual-tree edge).
+    adj : sequence, optional
+        Adjacency to use instead of ``g.adj`` (e.g. an induced subgraph's);
+        the terminals must be connected in it.
 
     Returns
     -------
@@ -157,18 +163,37 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
     nodes : list of int
         Switch indices of the tree (root first).
     """
+    result = steiner_sph_within(g, root, terminals, virtual, adj, None)
+    assert result is not None  # no budget: always a tree
+    return result
+
+
+def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
+                       virtual: bytearray | None,
+                       adj: Sequence[Sequence[tuple[int, int]]] | None,
+                       budget: int | None) -> tuple[list[int], list[int]] | None:
+    """:func:`steiner_sph` that gives up (returns None) as soon as the tree's weight
+    (its number of weight-1 links) plus its certain stops reaches ``budget``.
+
+    A weight-0 link between two tree switches that is not a tree link can never
+    join the tree (paths only add new switches), so it will be a stop label.
+    """
     n = len(g.names)
     virt = virtual if virtual is not None else bytearray(g.edge_count)
     dist = [_INF] * n
     pred = [-1] * n
     pedge = [-1] * n
     in_tree = bytearray(n)
-    adj = g.adj
+    if adj is None:
+        adj = g.adj
     remaining = sorted(set(terminals) - {root})
     edges: list[int] = []
     nodes = [root]
-
-    def grow(sources: list[int]) -> None:
+    weight = stops = 0
+    in_tree[root] = 1
+    sources = [root]
+    while True:
+        # 0-1 BFS from the newly added tree nodes (distances only decrease)
         dq = deque(sources)
         for s in sources:
             dist[s] = 0
@@ -176,6 +201,7 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
         while dq:
             u = pop()
             du = dist[u]
+            du1 = du + 1
             for v, e in adj[u]:
                 if virt[e]:
                     if du < dist[v]:
@@ -183,32 +209,41 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
                         pred[v] = u
                         pedge[v] = e
                         left(v)
-                elif du + 1 < dist[v]:
-                    dist[v] = du + 1
+                elif du1 < dist[v]:
+                    dist[v] = du1
                     pred[v] = u
                     pedge[v] = e
                     right(v)
-
-    in_tree[root] = 1
-    grow([root])
-    while remaining:
+        if not remaining:
+            return edges, nodes
         best = remaining[0]
         bd = dist[best]
         for t in remaining:
             if dist[t] < bd:
                 best, bd = t, dist[t]
+        if bd >= _INF:
+            raise ValueError(f"switch {g.names[best]} is not connected to the tree")
+        weight += bd
+        if budget is not None and weight + stops >= budget:
+            return None
         path = []
         v = best
         while not in_tree[v]:
             path.append(v)
             edges.append(pedge[v])
             v = pred[v]
+        path.reverse()
         for v in path:
+            ev = pedge[v]
+            for w, e in adj[v]:
+                if virt[e] and in_tree[w] and e != ev and e != pedge[w]:
+                    stops += 1
             in_tree[v] = 1
-        nodes.extend(reversed(path))
-        grow(path)
+        if budget is not None and weight + stops >= budget:
+            return None
+        nodes.extend(path)
         remaining = [t for t in remaining if not in_tree[t]]
-    return edges, nodes
+        sources = path[::-1]  # terminal end first
 
 
 def steiner_networkx(g: EncoderGraph, root: int, terminals: Iterable[int],
@@ -335,19 +370,31 @@ class _Problem:
             self.term_mask |= 1 << t
         self.options = options
 
-    def steiner(self, virtual: bytearray) -> tuple[list[int], list[int]]:
+    def steiner(self, virtual: bytearray, budget: int | None = None
+                ) -> tuple[list[int], list[int]] | None:
         if self.options.steiner == "sph":
-            return steiner_sph(self.g, self.root, self.terms, virtual)
+            return steiner_sph_within(self.g, self.root, self.terms, virtual, None, budget)
         return steiner_networkx(self.g, self.root, self.terms, virtual, self.options.steiner)
 
     def host_hops(self, virtual: bytearray) -> int:
         return sum(1 for _, e in self.receiver_links if not virtual[e])
 
-    def evaluate(self, trees: Sequence[CompiledTree], virtual: bytearray) -> _Eval:
-        edges, nodes = self.steiner(virtual)
-        cost = sum(1 for e in edges if not virtual[e]) + self.host_hops(virtual)
+    def evaluate(self, trees: Sequence[CompiledTree], virtual: bytearray,
+                 bound: int | None = None) -> _Eval | None:
+        """Cost and tree with ``trees`` selected; None if it cannot be below ``bound``."""
+        host = self.host_hops(virtual)
+        budget = None if bound is None else bound - host - len(trees)
+        if budget is not None and budget <= 0:
+            return None
+        found = self.steiner(virtual, budget)
+        if found is None:
+            return None
+        edges, nodes = found
+        cost = sum(1 for e in edges if not virtual[e]) + host + len(trees)
+        if bound is not None and cost >= bound:
+            return None
         stops = self.stops(trees, edges, nodes)
-        return _Eval(cost + len(stops) + len(trees), edges, nodes, stops)
+        return _Eval(cost + len(stops), edges, nodes, stops)
 
     def stops(self, trees: Sequence[CompiledTree], edges: list[int], nodes: list[int]
               ) -> set[int]:
@@ -418,12 +465,13 @@ def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree], publ
     -------
     VtEncoding
         Tree ids in selection order, stop edge ids (ascending), hop edge ids
-        in preorder of the delivery tree.
+        grouped by switch in depth-first order of the delivery tree.
     """
     g = encoder_graph(topology)
     prob = _Problem(topology, g, publisher, receivers, options)
     empty = bytearray(g.edge_count)
     best = prob.evaluate((), empty)
+    assert best is not None
     initial = set(best.edges) | {e for _, e in prob.receiver_links}
     dt_mask = 0
     for v in best.nodes:
@@ -447,8 +495,8 @@ def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree], publ
             if prob.lower_bound(components, t, len(chosen) + 1, trial) >= best.cost:
                 idle += 1
                 continue
-            ev = prob.evaluate([*chosen, t], trial)
-            if ev.cost < best.cost:
+            ev = prob.evaluate([*chosen, t], trial, best.cost)
+            if ev is not None and ev.cost < best.cost:
                 best, virtual = ev, trial
                 chosen.append(t)
                 components = _merge_component(components, t.mask)
@@ -484,8 +532,8 @@ def _best_improvement(prob: _Problem, cands: list[CompiledTree], best: _Eval
             bound = round_best[0].cost if round_best else best.cost
             if prob.lower_bound(components, t, len(chosen) + 1, trial) >= bound:
                 continue
-            ev = prob.evaluate([*chosen, t], trial)
-            if ev.cost < bound:
+            ev = prob.evaluate([*chosen, t], trial, bound)
+            if ev is not None and ev.cost < bound:
                 round_best = (ev, i, trial)
         if round_best is None:
             break
@@ -498,8 +546,8 @@ def _best_improvement(prob: _Problem, cands: list[CompiledTree], best: _Eval
 
 def _preorder_hops(g: EncoderGraph, prob: _Problem, edges: list[int], virtual: bytearray
                    ) -> list[int]:
-    """Physical (non-virtual) delivery edges in preorder from the root; host links last
-    at their switch."""
+    """Physical (non-virtual) delivery edges, grouped by switch (its host links, then its
+    child links) in depth-first order from the root."""
     nbrs: dict[int, list[tuple[int, int]]] = {}
     for e in edges:
         a, b = g.ends[e]  # type: ignore[misc]
@@ -516,9 +564,9 @@ def _preorder_hops(g: EncoderGraph, prob: _Problem, edges: list[int], virtual: b
             if not virtual[e]:
                 out.append(e)
         kids = sorted((w, e) for w, e in nbrs.get(v, ()) if w != parent)
-        for w, e in reversed(kids):
+        for w, _e in reversed(kids):
             stack.append((w, v))
-        for w, e in kids:
+        for _w, e in kids:
             if not virtual[e]:
                 out.append(e)
     return out

@@ -61,4 +61,4 @@ def _load(spec: str, defaults: LinkDefaults) -> Topology:
 
 def _ensure_loaded() -> None:
     # Importing the modules registers their generators.
-    from topologies import files, generators, zoo  # noqa: F401
+    from topologies import files, generators, tree_generators, zoo  # noqa: F401

@@ -2,8 +2,11 @@
 
 from sim.dataplanes import (  # noqa: F401
     alm,
+    kundel,
     l2,
     neighbor_labels,
+    prefix_filter,
+    range_filter,
     source_routing,
     virtual_tree,
 )

@@ -1,0 +1,340 @@
+"""``range-boxes``: seed 004's exact range boxes with overlap closure and priorities.
+
+Control plane (seed 004 §3-4): for every subscription, publisher with an
+overlapping advertisement and switch on the tree path between them, the
+controller sends a *base flow* (box = advertisement ∩ subscription, egress
+port towards the subscriber) to the switch's :class:`Container`, the
+controller's mirror of the switch table:
+
+- an entry is a box; its ports are the union of the ports of all active
+  base flows containing it; the entry set is closed under intersection
+  (every overlap of two entries is an entry, seed 004's overlap entries), so
+  the highest-priority matching entry carries exactly the union of the
+  ports of the base flows containing the event: zero false positives by
+  construction;
+- priorities (``priority``): ``volume`` (default, the digest's
+  recommendation: rank by box volume, smaller volume = higher priority,
+  strictly increasing along containment), ``count`` (number of base flows
+  containing the box, seed 002's construction) or ``thesis`` (1 + the
+  number of containing entries with base flows; a pure overlap gets 1 + the
+  highest priority of its causes);
+- the redundancy queue (``redundancy_queue``): a base flow contained in
+  another active base flow with the same port waits in a queue instead of
+  being installed, and re-enters when its cover goes away.
+
+Data plane ``range_filter``: one range table over the pubsub values; one
+multicast group per entry with two or more ports. Table growth is reported
+(entries per switch, :data:`flows_max`); ``capacity`` is reported as the
+row's ``flow_limit`` and not enforced.
+
+Deviations: deleting a base flow recomputes the closure of the remaining
+base flows instead of following the cause lists (the same entry set);
+the egress check drops a replica on its ingress port, which keeps the
+single-tree forwarding exact without an ingress-port key (seed 004 had one
+publisher).
+
+References
+----------
+Seed 004 §3.2 (Configurator, base flows), §4.2 (P4 table, multicast),
+§4.3 (Container: relations, overlap, priorities, delete, redundancy);
+digest seed001-004 B1-B6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sim.content import Box, Event
+from sim.control import ControlState, Range, StateBuilder, TableEntry
+from sim.dataplanes.content_codec import ETHERTYPE_IPV4, PubsubLayout, host_ipv4, ip_udp_pubsub
+from sim.dataplanes.range_filter import (
+    FORWARD,
+    MULTICAST,
+    TABLE,
+    RangeFilterDataPlane,
+    value_key,
+)
+from sim.packet import Notification, Packet, host_mac
+from strategies.base import Encoding, register_strategy
+from strategies.content_common import ContentStrategy, GroupAllocator, LatencyParams
+from strategies.table_cost import StateCost, TableSpec, state_cost
+from topologies.model import Topology
+from topologies.registry import check
+
+PriorityRule = Literal["volume", "count", "thesis"]
+GROUP_MAC = 0x01_00_5E_7F_FF_FA  # all range-filter events use one group MAC
+
+
+@dataclass
+class BoxEntry:
+    """One installed entry of a Container."""
+
+    box: Box
+    ports: frozenset[int] = frozenset()
+    bases: set[int] = field(default_factory=set)
+    causes: set[tuple[Box, Box]] = field(default_factory=set)
+
+
+class Container:
+    """The controller's mirror of one switch's range table (seed 004 §4.3).
+
+    Base flows are registered with :meth:`add` / :meth:`remove`; the entries
+    (:attr:`entries`) are the intersection closure of the active base flows,
+    built by seed 004's add procedure (equivalent box -> extend; else a new
+    entry plus one overlap entry per overlapping entry, causes recorded) and
+    rebuilt lazily after changes.
+    """
+
+    def __init__(self, redundancy_queue: bool = True) -> None:
+        self.redundancy_queue = redundancy_queue
+        self.bases: dict[int, tuple[Box, int]] = {}   # id -> (box, port), all registered
+        self.active: set[int] = set()
+        self.queue: set[int] = set()
+        self._entries: dict[Box, BoxEntry] | None = {}
+        self._next = 0
+
+    # -- base flows ----------------------------------------------------------
+    def add(self, box: Box, port: int) -> int:
+        """Register base flow ``(box -> port)``; returns its id."""
+        bid = self._next
+        self._next += 1
+        self.bases[bid] = (box, port)
+        self._entries = None
+        if self.redundancy_queue and self._covered(bid):
+            self.queue.add(bid)
+            return bid
+        if self.redundancy_queue:
+            for other in [o for o in self.active if self._covers(bid, o)]:
+                self.active.discard(other)
+                self.queue.add(other)
+        self.active.add(bid)
+        return bid
+
+    def remove(self, bid: int) -> None:
+        """Delete base flow ``bid``; queued flows no longer covered re-enter."""
+        self._entries = None
+        del self.bases[bid]
+        if bid in self.queue:
+            self.queue.discard(bid)
+            return
+        self.active.discard(bid)
+        for b in sorted(self.queue):
+            if not self._covered(b):
+                self.queue.discard(b)
+                self.active.add(b)
+
+    def _covers(self, a: int, b: int) -> bool:
+        (ba, pa), (bb, pb) = self.bases[a], self.bases[b]
+        return a != b and pa == pb and ba.covers(bb)
+
+    def _covered(self, bid: int) -> bool:
+        return any(self._covers(o, bid) for o in self.active)
+
+    @property
+    def entries(self) -> dict[Box, BoxEntry]:
+        if self._entries is None:
+            self._entries = {}
+            for bid in sorted(self.active):
+                self._activate(bid, self._entries)
+        return self._entries
+
+    def _activate(self, bid: int, entries: dict[Box, BoxEntry]) -> None:
+        box, port = self.bases[bid]
+        hit = entries.get(box)
+        if hit is not None:  # an equivalent entry exists: extend it (no new areas)
+            hit.bases.add(bid)
+        else:
+            existing = list(entries.values())
+            entries[box] = BoxEntry(box, bases={bid})
+            for x in existing:
+                o = x.box.intersect(box)
+                if o is None or o == box or o == x.box:
+                    continue  # unrelated or containment: no overlap entry
+                entry = entries.get(o)
+                if entry is None:
+                    entry = entries[o] = BoxEntry(o)
+                entry.causes.add((x.box, box))
+        done = None
+        for e in entries.values():
+            if not box.covers(e.box):
+                continue
+            if e.ports:
+                e.ports = e.ports | {port}
+            else:  # a new entry: union of every base flow so far containing it
+                if done is None:
+                    done = [self.bases[b] for b in self.active if b <= bid]
+                e.ports = frozenset(p for bbox, p in done if bbox.covers(e.box))
+
+    # -- table ---------------------------------------------------------------
+    def priorities(self, rule: PriorityRule) -> dict[Box, int]:
+        boxes = list(self.entries)
+        if rule == "volume":
+            vols = sorted({b.volume for b in boxes}, reverse=True)
+            rank = {v: i + 1 for i, v in enumerate(vols)}
+            return {b: rank[b.volume] for b in boxes}
+        if rule == "count":
+            active = [self.bases[b][0] for b in self.active]
+            return {b: sum(1 for a in active if a.covers(b)) for b in boxes}
+        with_bases = [e.box for e in self.entries.values() if e.bases]
+        out: dict[Box, int] = {}
+        for b in sorted(boxes, key=lambda x: -x.volume):  # causes before their overlaps
+            e = self.entries[b]
+            if e.bases:
+                out[b] = 1 + sum(1 for o in with_bases if o != b and o.covers(b))
+            else:
+                out[b] = 1 + max((max(out.get(x, 0), out.get(y, 0)) for x, y in e.causes),
+                                 default=0)
+        return out
+
+    def lookup(self, event: Event, rule: PriorityRule = "volume") -> frozenset[int]:
+        """Ports of the highest-priority entry containing ``event`` (ties: smallest volume)."""
+        prio = self.priorities(rule)
+        hits = [b for b in self.entries if b.contains(event)]
+        if not hits:
+            return frozenset()
+        best = max(hits, key=lambda b: (prio[b], -b.volume))
+        return self.entries[best].ports
+
+    def wanted(self, event: Event) -> frozenset[int]:
+        """Ground truth: ports of all registered base flows containing ``event``."""
+        return frozenset(p for b, p in self.bases.values() if b.contains(event))
+
+
+def closure_entries(bases: Iterable[tuple[Box, int]], redundancy_queue: bool = False
+                    ) -> Container:
+    """A container holding ``bases`` (batch use: seed 002's flat table)."""
+    c = Container(redundancy_queue)
+    for box, port in bases:
+        c.add(box, port)
+    return c
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RangeBoxesParams(LatencyParams):
+    """``range-boxes`` parameters (plus the lookup latency model).
+
+    Parameters
+    ----------
+    value_bits : int
+        Width of each pubsub value (16 in seed 004; 0 = 16 or 32 from the space).
+    priority : str
+        ``volume``, ``count`` or ``thesis`` (see the module docstring).
+    redundancy_queue : bool
+        Queue base flows contained in another base flow with the same port.
+    ranges : str
+        TCAM cost: ``native`` range match (1 entry) or ``expand`` to prefixes.
+    capacity : int
+        Entries per switch reported as ``flow_limit`` (0 = none; not enforced).
+    """
+
+    value_bits: int = 0
+    priority: PriorityRule = "volume"
+    redundancy_queue: bool = True
+    ranges: Literal["native", "expand"] = "native"
+    capacity: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.value_bits in (0, 8, 16, 32), "value_bits must be 0, 8, 16 or 32")
+        check(self.capacity >= 0, "capacity must be >= 0")
+
+
+def base_flows(view: Any, routing: Any) -> dict[str, list[tuple[Box, int, int]]]:
+    """Switch -> base flows ``(box, egress port, ingress port)`` in subscription order."""
+    out: dict[str, list[tuple[Box, int, int]]] = {}
+    for sub in view.subscriptions:
+        for pub in view.publishers:
+            if pub == sub.host:
+                continue
+            box = view.advertisements[pub].intersect(sub.box)
+            if box is None:
+                continue
+            for sw, inp, egress in routing.hops(pub, sub.host):
+                out.setdefault(sw, []).append((box, egress, inp))
+    return out
+
+
+@register_strategy
+class RangeBoxes(ContentStrategy):
+    name = "range-boxes"
+    dataplane = "range_filter"
+    Params = RangeBoxesParams
+    summary = "exact range boxes with overlap closure and priorities (seed 004), zero FP"
+
+    def __init__(self, params: RangeBoxesParams | None = None) -> None:
+        super().__init__(params)
+        self.groups = GroupAllocator()
+        self.layout: PubsubLayout | None = None
+        self.containers: dict[str, Container] = {}
+
+    def model(self) -> RangeFilterDataPlane:
+        return RangeFilterDataPlane(self.layout or PubsubLayout(1, 16))
+
+    def build(self, topology: Topology, view: Any, previous: ControlState | None
+              ) -> ControlState:
+        p = self.params
+        bits = p.value_bits or (16 if max(view.space.bits) <= 16 else 32)
+        check(max(view.space.bits) <= bits, f"value_bits={bits} is narrower than the space")
+        self.layout = PubsubLayout(view.space.d, bits)
+        routing = self.routing_for(topology)
+        flows = base_flows(view, routing)
+        # incremental: keep each switch's container, add/remove the differing base flows
+        for sw in topology.switches:
+            want: dict[tuple[Box, int], int] = {}
+            for box, egress, _ in flows.get(sw, ()):
+                want[(box, egress)] = want.get((box, egress), 0) + 1
+            c = self.containers.get(sw) or Container(p.redundancy_queue)
+            have = {v: k for k, v in c.bases.items()}  # one base per (box, port)
+            for key, bid in list(have.items()):
+                if key not in want:
+                    c.remove(bid)
+            for key in want:
+                if key not in have:
+                    c.add(*key)
+            self.containers[sw] = c
+        return self._state(topology, self.containers)
+
+    def _state(self, topology: Topology, containers: Mapping[str, Container]) -> ControlState:
+        builder = StateBuilder()
+        for sw in topology.switches:
+            c = containers.get(sw)
+            if c is None or not c.entries:
+                self.groups.assign(sw, ())
+                continue
+            prio = c.priorities(self.params.priority)
+            sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
+            ids = self.groups.assign(sw, sets)
+            for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
+                builder.add_group(sw, gid, ports)
+            for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
+                ports = tuple(sorted(c.entries[box].ports))
+                if not ports:
+                    continue
+                action, param = ((FORWARD, ("port", ports[0])) if len(ports) == 1
+                                 else (MULTICAST, ("group", ids[ports])))
+                builder.add_entry(sw, TableEntry(
+                    table=TABLE,
+                    match=tuple((value_key(i), Range(lo, hi))
+                                for i, (lo, hi) in enumerate(box.bounds)),
+                    action=action, params=(param,), priority=prio[box]))
+        return builder.build(topology.switches)
+
+    def encode(self, topology: Topology, state: ControlState, notification: Notification,
+               receivers: frozenset[str], payload: bytes) -> Encoding:
+        if notification.event is None or self.layout is None:
+            raise LookupError("range-boxes needs notifications with an event (content model)")
+        hid = topology.host_id(notification.publisher)
+        header = ip_udp_pubsub(4, host_ipv4(hid), 0xE000_0001, self.layout.pack(notification.event),
+                               len(payload))
+        return Encoding((Packet(GROUP_MAC, host_mac(topology, notification.publisher),
+                                ETHERTYPE_IPV4, header, payload),))
+
+    def state_cost(self, topology: Topology, state: ControlState) -> StateCost:
+        bits = self.layout.value_bits if self.layout else 16
+        d = self.layout.dims if self.layout else 1
+        spec = TableSpec(key_bits={value_key(i): bits for i in range(d)}, action_bits=16)
+        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges)
+
+    def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
+        return {"flow_limit": self.params.capacity}
