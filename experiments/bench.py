@@ -172,6 +172,6 @@ def format_bench(result: dict[str, Any]) -> str:
         f"(target >= {s['target']:.1f}x: {'met' if s['met'] else 'NOT met'})",
         f"  machine speed-up    {s['machine_ratio']:.2f}x one -> two plain processes now "
         f"(Spark reaches {100 * s['efficiency']:.0f} % of it)",
-        f"  session start       local[1] {start['local[1]']:.1f} s, "
+        f"  context start       local[1] {start['local[1]']:.1f} s, "
         f"local[2] {start['local[2]']:.1f} s",
     ])

@@ -180,6 +180,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target == "timed":
+        from experiments.bench_timed import TOPOLOGY, format_bench_timed, run_bench_timed
+
+        timed = run_bench_timed(reps=args.reps, topology=args.topology or TOPOLOGY,
+                                strategy=args.strategy, publishers=args.publishers,
+                                rate_hz=args.rate_hz, duration_s=args.duration_s)
+        print(json.dumps(timed, indent=2) if args.json else format_bench_timed(timed))
+        return 0
     from experiments.bench import format_bench, run_bench_spark
 
     result = run_bench_spark(cells=args.cells, reps=args.reps)
@@ -262,9 +270,18 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--master", help="Spark master URL for --engine spark")
     rep.set_defaults(func=cmd_report)
 
-    bench = sub.add_parser("bench", help="measure the Spark engine: per-cell overhead and the "
-                                         "local[1] -> local[2] speed-up")
-    bench.add_argument("target", choices=["spark"], help="what to measure")
+    bench = sub.add_parser("bench", help="measure the Spark engine (per-cell overhead, "
+                                         "local[1] -> local[2] speed-up) or the timed engine "
+                                         "(events and packet-hops per second)")
+    bench.add_argument("target", choices=["spark", "timed"], help="what to measure")
+    bench.add_argument("--topology", help="timed: topology spec (default the 255-switch "
+                                          "jellyfish of seed 000 ch. 3)")
+    bench.add_argument("--strategy", default="switch-port", help="timed: strategy under load")
+    bench.add_argument("--publishers", type=int, default=64, help="timed: publishing hosts")
+    bench.add_argument("--rate-hz", type=float, default=100.0,
+                       help="timed: notifications/s per publisher")
+    bench.add_argument("--duration-s", type=float, default=0.05,
+                       help="timed: simulated seconds of publishing")
     bench.add_argument("--cells", type=int, default=12,
                        help="cells of the CPU-bound sweep (default 12)")
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
@@ -300,4 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # validation errors from strategies and codecs
         print(f"stackcast: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("stackcast: interrupted (finished cells are kept; rerun with --resume)",
+              file=sys.stderr)
+        return 130
 

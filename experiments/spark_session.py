@@ -318,10 +318,21 @@ def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = "stack
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    configure_environment(master or "")
+    if SparkContext._gateway is None:
+        if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: its JVM is running
+            SparkContext._ensure_initialized()
+        else:  # start the driver JVM quietly; --conf values become its system properties
+            boot = SparkConf(loadDefaults=False).set(
+                "spark.driver.extraJavaOptions",
+                f"-Dlog4j2.configurationFile=file:{log4j2_config()}")
+            if master:
+                boot.setMaster(with_local_retries(master, max_failures))
+            SparkContext._ensure_initialized(gateway=_launch_gateway(boot))
+    # Backed by the JVM: holds what spark-submit / spark-defaults.conf set (the master, too).
     spark_conf = SparkConf()
-    resolved = master or spark_conf.get("spark.master", None) or DEFAULT_MASTER
-    resolved = with_local_retries(resolved, max_failures)
-    configure_environment(resolved)
+    resolved = with_local_retries(master or spark_conf.get("spark.master", None)
+                                  or DEFAULT_MASTER, max_failures)
     spark_conf.setMaster(resolved).setAppName(app_name)
     settings = {
         "spark.ui.enabled": "false",
@@ -330,17 +341,10 @@ def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = "stack
         "spark.sql.session.timeZone": "UTC",
         "spark.python.worker.reuse": "true",
     }
-    gateway = None
-    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        extra = spark_conf.get("spark.driver.extraJavaOptions", "") or ""
-        settings["spark.driver.extraJavaOptions"] = (
-            f"{extra} -Dlog4j2.configurationFile=file:{log4j2_config()}".strip())
     for key, value in {**settings, **(conf or {})}.items():
         spark_conf.set(key, value)
-    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
-        gateway = _launch_gateway(spark_conf)
     log.info("starting Spark (master %s)", resolved)
-    sc = SparkContext(conf=spark_conf, gateway=gateway)
+    sc = SparkContext(conf=spark_conf)
     try:
         sc.setLogLevel("ERROR")
         spark = SparkSession.builder.getOrCreate()

@@ -17,7 +17,10 @@ choose the workload:
 
 Rows have the :data:`experiments.schema.TIMED_ROWS` schema: the static
 columns per notification, timed columns per notification, and run-level
-``cell_`` columns repeated on each row.
+``cell_`` columns repeated on each row. The strategy's extra metrics
+(:data:`~experiments.schema.EXTRA_COLUMNS`) and ``analytic_delay_ms`` come
+from the static engine on the state and receiver set the publisher encoded
+with.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from experiments.schema import TIMED_ROWS
+from experiments.schema import EXTRA_COLUMNS, TIMED_ROWS
 from experiments.spec import Cell
 from sim.control import ControlState
 from sim.controller import Controller
@@ -43,7 +46,7 @@ from sim.timed_engine import NoteRecord, TimedEngine, TimedResult
 from sim.timed_metrics import percentile
 from strategies.base import Knowledge, Strategy, make_strategy
 from topologies.model import LinkDefaults, Topology
-from topologies.registry import make_params
+from topologies.registry import check, make_params
 from topologies.specs import load_topology
 
 
@@ -54,7 +57,8 @@ def cell_settings(cell: Cell) -> TimedSettings:
 def base_knowledge(population: Population, seed: int) -> Knowledge:
     """Knowledge without receiver sets: the population and seed where Knowledge has them."""
     names = {f.name for f in dataclasses.fields(Knowledge)}
-    extra = {k: v for k, v in (("population", population), ("seed", seed)) if k in names}
+    extra: dict[str, Any] = {k: v for k, v in (("population", population), ("seed", seed))
+                             if k in names}
     return Knowledge(**extra)
 
 
@@ -96,16 +100,29 @@ def simulate_cell(cell: Cell, trace: bool = False
     model = receiver_model(cell.receivers)
     seed = workload_seed(cell, model)
     population = model.population(topology, child_rng(seed, "population"))
-    base = base_knowledge(population, seed)
+    # Content populations (at/draw): events decide the receivers; the state is
+    # installed from the subscriptions as they stand at the start.
+    at = getattr(population, "at", None)
+    view = at(0) if at is not None else population
+    draw = getattr(view, "draw", None)
+    base = base_knowledge(view, seed)
     controller = None
     if wl.receivers == "per-notification":
         items = []
-        for run in range(wl.notifications or 0):
+        for run in range(wl.notifications or 0):  # the static engine's notifications
             rng = child_rng(seed, "notification", run)
             pub = population.publishers[int(rng.integers(len(population.publishers)))]
-            items.append((pub, population.receivers(pub, rng)))
+            if at is not None:
+                check(at(run).version == getattr(view, "version", None),
+                      f"cell {cell.cell_id}: the timed engine does not run content "
+                      "subscription churn (use churn=0 in the receiver model)")
+            if draw is not None:
+                event, rec = draw(pub, run, rng)
+            else:
+                event, rec = None, population.receivers(pub, rng)
+            items.append((pub, rec, event))
         sets: dict[str, list[frozenset[str]]] = {}
-        for pub, rec in items:
+        for pub, rec, _ in items:
             sets.setdefault(pub, []).append(rec)
         state = _install(strategy, topology, base, sets)
         engine = TimedEngine(topology, strategy, state, settings.config,
@@ -113,16 +130,25 @@ def simulate_cell(cell: Cell, trace: bool = False
         engine.start_schedule(wl, items, seed)
     else:
         pubs = _publishers(population, topology, wl.publishers, seed)
-        subs = {p: population.receivers(p, child_rng(seed, "timed-subscribers",
-                                                     topology.host_id(p))) for p in pubs}
-        state = _install(strategy, topology, base, {p: [r] for p, r in subs.items()})
-        engine = TimedEngine(topology, strategy, state, settings.config,
-                             payload_bytes=cell.payload_bytes, trace=trace)
-        controller = Controller(engine, subs, settings.churn, settings.capacity, seed=seed,
-                                knowledge=base)
-        until = (wl.duration_s if wl.duration_s is not None
-                 else (wl.notifications or 0) / (wl.rate_hz * max(len(pubs), 1)))
-        controller.start(until)
+        if draw is not None:  # content: every notification draws its event
+            check(not settings.churn.active,
+                  f"cell {cell.cell_id}: host-level churn does not apply to content "
+                  "workloads (their subscriptions are boxes)")
+            state = _install(strategy, topology, base, {})
+            engine = TimedEngine(topology, strategy, state, settings.config,
+                                 payload_bytes=cell.payload_bytes, trace=trace)
+            engine.draw = lambda pub, nid: draw(pub, 0, child_rng(seed, "timed-event", nid))
+        else:
+            subs = {p: population.receivers(p, child_rng(seed, "timed-subscribers",
+                                                         topology.host_id(p))) for p in pubs}
+            state = _install(strategy, topology, base, {p: [r] for p, r in subs.items()})
+            engine = TimedEngine(topology, strategy, state, settings.config,
+                                 payload_bytes=cell.payload_bytes, trace=trace)
+            controller = Controller(engine, subs, settings.churn, settings.capacity,
+                                    seed=seed, knowledge=base)
+            until = (wl.duration_s if wl.duration_s is not None
+                     else (wl.notifications or 0) / (wl.rate_hz * max(len(pubs), 1)))
+            controller.start(until)
         engine.start_workload(wl, pubs, seed)
     return engine, engine.run(), controller
 
@@ -142,16 +168,19 @@ def timed_cell_rows(cell: Cell) -> list[dict[str, Any]]:
     notes = [result.notes[k] for k in sorted(result.notes)]
     run_level = _run_level(engine, result, ctl, notes)
     timed_json = canonical_json(settings_canonical(cell_settings(cell)))
-    analytic: dict[tuple[str, frozenset[str], int], float] = {}
+    analytic: dict[tuple[Any, ...], tuple[float, dict[str, Any]]] = {}
     rows = []
     t_prev = -math.inf
     for note in notes:
-        key = (note.publisher, note.encoded_for, id(note.view_state))
-        if key not in analytic:
+        key = (note.publisher, note.encoded_for, id(note.view_state), note.notification.event)
+        if key not in analytic:  # the static engine on the state the publisher encoded with
+            static_note = Notification(0, note.publisher, event=note.notification.event)
             d = run_notification(engine.topology, engine.strategy, note.view_state,
-                                 Notification(0, note.publisher), note.encoded_for,
-                                 engine.payload, delays)
-            analytic[key] = d.delay_worst_s * 1e3
+                                 static_note, note.encoded_for, engine.payload, delays)
+            extra: dict[str, Any] = dict(EXTRA_COLUMNS)
+            extra.update(engine.strategy.extra_metrics(engine.topology, note.view_state,
+                                                       static_note, note.encoded_for, d))
+            analytic[key] = (d.delay_worst_s * 1e3, extra)
         exposed = ctl is not None and ctl.exposed(note)
         mis = ctl.misdelivery(note) if exposed and ctl is not None else None
         writes = 0 if ctl is None else sum(u.writes for u in ctl.updates
@@ -178,7 +207,8 @@ def timed_cell_rows(cell: Cell) -> list[dict[str, Any]]:
             "timed": timed_json, "publish_s": note.t_pub,
             "latency_first_ms": note.latency_first_s * 1e3,
             "latency_last_ms": last * 1e3,
-            "analytic_delay_ms": analytic[key],
+            **analytic[key][1],
+            "analytic_delay_ms": analytic[key][0],
             "dropped_frames": note.drops, "exposed": exposed,
             "stale_false_negatives": mis.stale_false_negatives if mis else 0,
             "stale_false_positives": mis.stale_false_positives if mis else 0,
@@ -244,3 +274,39 @@ def _run_level(engine: TimedEngine, result: TimedResult, ctl: Controller | None,
         "cell_occupancy": json.dumps(occupancy, sort_keys=True),
         "cell_events": result.events,
     }
+
+
+def saturation(rows: list[dict[str, Any]], ratio: float = 0.99, blowup: float = 10.0
+               ) -> list[dict[str, Any]]:
+    """Where each load curve saturates, from timed rows of a rate sweep.
+
+    Rows are grouped by everything that identifies a curve (strategy, params,
+    topology, receiver model, payload and the ``[timed]`` settings except
+    ``rate_hz``); along the offered load, a point is saturated when its
+    delivery ratio is below ``ratio`` or its p99 latency exceeds ``blowup``
+    times the p99 at the lowest load. Returns per curve the largest offered
+    load before the first saturated point (``capacity_hz``, None if even the
+    lowest is saturated) and that point (``saturated_hz``, None if none is).
+    """
+    curves: dict[str, dict[float, dict[str, Any]]] = {}
+    for r in rows:
+        timed = {k: v for k, v in json.loads(r["timed"]).items() if k != "rate_hz"}
+        key = canonical_json([r["strategy"], r["params"], r["topology"], r["receivers_model"],
+                              r["payload_bytes"], timed])
+        curves.setdefault(key, {})[r["cell_offered_load_hz"]] = r
+    out = []
+    for key, points in sorted(curves.items()):
+        loads = sorted(points)
+        base = points[loads[0]]["cell_latency_p99_ms"]
+        capacity = saturated = None
+        for load in loads:
+            p = points[load]
+            if p["cell_delivery_ratio"] < ratio or p["cell_latency_p99_ms"] > blowup * base:
+                saturated = load
+                break
+            capacity = load
+        strategy, params, topology, receivers, payload, timed = json.loads(key)
+        out.append({"strategy": strategy, "params": params, "topology": topology,
+                    "receivers_model": receivers, "payload_bytes": payload, "timed": timed,
+                    "capacity_hz": capacity, "saturated_hz": saturated})
+    return out

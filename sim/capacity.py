@@ -82,7 +82,7 @@ def violations(state: ControlState | Mapping[str, SwitchConfig], capacity: Capac
     if not limits:
         return []
     configs = state.switches if isinstance(state, ControlState) else state
-    out = []
+    out: list[Violation] = []
     for sw in sorted(configs):
         occ = occupancy(configs[sw])
         out.extend(Violation(sw, k, occ[k], lim) for k, lim in sorted(limits.items())

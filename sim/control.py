@@ -266,6 +266,8 @@ def diff(old: ControlState, new: ControlState) -> list[Write]:
     dels: list[Write] = []
     for sw in sorted(set(old.switches) | set(new.switches)):
         a, b = old.config(sw), new.config(sw)
+        if a is b:  # a switch whose configuration object was reused did not change
+            continue
         old_e = {e.key: e for es in a.tables.values() for e in es}
         new_e = {e.key: e for es in b.tables.values() for e in es}
         for k, e in new_e.items():

@@ -102,12 +102,14 @@ def apply_writes(config: SwitchConfig, writes: Iterable[Write]) -> SwitchConfig:
 
     Entries keep their position; new ones are appended to their table.
     """
-    tables = {t: {e.key: e for e in es} for t, es in config.tables.items()}
-    groups = dict(config.multicast_groups)
-    sessions = dict(config.clone_sessions)
+    tables: dict[str, dict[Any, Any]] = {t: {e.key: e for e in es}
+                                         for t, es in config.tables.items()}
+    groups: dict[Any, Any] = dict(config.multicast_groups)
+    sessions: dict[Any, Any] = dict(config.clone_sessions)
     for w in writes:
         ent = w.entity
         store: dict[Any, Any]
+        ident: Any
         if isinstance(ent, TableEntry):
             store, ident = tables.setdefault(ent.table, {}), ent.key
         elif isinstance(ent, MulticastGroup):
@@ -189,7 +191,7 @@ class Controller:
         self._pending: list[Change] = []
         self._unserved: list[Change] = []
         self._busy = False
-        self._refs: dict[tuple[str, frozenset[str]], Any] = {}
+        self._refs: dict[tuple[Any, ...], Any] = {}
 
     # -- churn ------------------------------------------------------------------------
     def start(self, until: float) -> None:
@@ -381,14 +383,15 @@ class Controller:
     def misdelivery(self, note: NoteRecord) -> Misdelivery:
         """Stale false negatives/positives and extra copies of an exposed notification
         against the static engine on fresh state for its true receivers."""
-        key = (note.publisher, note.receivers)
+        event = note.notification.event
+        key = (note.publisher, note.receivers, event)
         ref = self._refs.get(key)
         if ref is None:
             state = self.engine.state if self.strategy.scope != "receivers" else \
                 self.strategy.install(self.topology, dataclasses.replace(
                     self.knowledge, receiver_sets={note.publisher: (note.receivers,)}))
             ref = run_notification(self.topology, self.strategy, state,
-                                   Notification(0, note.publisher), note.receivers,
+                                   Notification(0, note.publisher, event=event), note.receivers,
                                    self.engine.payload)
             self._refs[key] = ref
         ref_hosts = set(ref.delivered)

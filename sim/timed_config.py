@@ -110,6 +110,13 @@ class TimedConfig:
     buffer_frames : int or None
         Frames an egress queue holds (the one on the wire included); an
         arriving frame beyond it is dropped (drop-tail). None = unlimited.
+    ttl_hops : int or None
+        A frame that (with the frames it descends from, brokers included)
+        crossed this many links since its publisher is dropped at the next
+        port (a "ttl" drop), and a notification's frames beyond the static
+        engine's loop limit are dropped ("loop"): transient forwarding loops
+        during updates. None: a loop is an error (the run stops, as in the
+        static engine).
     feed_in_s : float
         Host NIC time per frame (publishers and brokers); the NIC needs at
         least the wire serialization time. Default 0.1 ms.
@@ -152,6 +159,7 @@ class TimedConfig:
     recirc_buffer_frames: int | None = None
     pre_delay_s: float = 0.0
     buffer_frames: int | None = None
+    ttl_hops: int | None = None
     feed_in_s: float = 1e-4
     broker_s: float = 2e-3
     broker_link_bps: float = 1e9
@@ -173,7 +181,7 @@ class TimedConfig:
         check(self.broker_link_bps > 0,
               f"broker_link_bps must be > 0; got {self.broker_link_bps!r}")
         _positive_or_none(self, "pipeline_buffer_frames", "recirc_port_bps",
-                          "recirc_buffer_frames", "buffer_frames")
+                          "recirc_buffer_frames", "buffer_frames", "ttl_hops")
         _literal(self, "lookup_model", ("none", "constant", "linear"))
         _literal(self, "update_order", ("make-before-break", "simultaneous"))
         _literal(self, "overflow", ("reject", "allow"))
@@ -346,7 +354,7 @@ def timed_settings(raw: Mapping[str, Any], where: str = "[timed]",
     wl = split["workload"]
     if notifications is not None and "notifications" not in wl and wl.get("duration_s") is None:
         wl["notifications"] = notifications
-    built = {p: make_params(cls, split[p], where) for p, cls in _PARTS.items()}
+    built: dict[str, Any] = {p: make_params(cls, split[p], where) for p, cls in _PARTS.items()}
     return TimedSettings(**built)
 
 

@@ -30,7 +30,7 @@ Seed 000 §3.5.4 (delay constants, ALM, 204 copies = 20.4 ms); digest ch. 1-4
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,9 +124,12 @@ class NoteRecord:
 class Recorder:
     """Counts, times and (optionally) the exact event trace of a run."""
 
-    def __init__(self, trace: bool = False, frame_limit: int = 1 << 62) -> None:
+    def __init__(self, trace: bool = False, frame_limit: int = 1 << 62,
+                 drop_loops: bool = False) -> None:
         self.trace: list[tuple[Any, ...]] | None = [] if trace else None
         self.frame_limit = frame_limit
+        #: beyond ``frame_limit`` frames of one notification: drop them ("loop") or raise
+        self.drop_loops = drop_loops
         self.notes: dict[int, NoteRecord] = {}
         self.links: dict[tuple[str, str], list[int]] = {}
         self.switches: dict[str, SwitchCount] = {}
@@ -145,8 +148,17 @@ class Recorder:
         if self.trace is not None:
             self.trace.append((t, "publish", note.nid, note.publisher, note.packets))
 
-    def tx(self, t: float, src: str, dst: str, port: int, frame: Frame) -> None:
-        packet, nid = frame
+    def tx(self, t: float, src: str, dst: str, port: int, frame: Frame) -> bool:
+        """Count a frame that crossed ``src -> dst``; False if it is dropped instead
+        (a notification beyond the frame limit, when loops are dropped)."""
+        packet, nid, _ = frame
+        note = self.notes[nid]
+        if note.frames >= self.frame_limit:
+            if not self.drop_loops:
+                raise EngineError(f"forwarding loop: notification {nid} put more than "
+                                  f"{self.frame_limit} frames on links")
+            self.drop(t, "loop", src, port, nid)
+            return False
         size = packet.frame_bytes
         rec = self.links.get((src, dst))
         if rec is None:
@@ -154,15 +166,12 @@ class Recorder:
         rec[0] += 1
         rec[1] += size
         self.hops += 1
-        note = self.notes[nid]
         note.frames += 1
         note.bytes += size
         note.t_last = t
-        if note.frames > self.frame_limit:
-            raise EngineError(f"forwarding loop: notification {nid} put more than "
-                              f"{self.frame_limit} frames on links")
         if self.trace is not None:
             self.trace.append((t, "tx", src, port, dst, nid, size))
+        return True
 
     def drop(self, t: float, where: str, node: str, detail: Any, nid: int) -> None:
         key = (where, node, detail)
@@ -216,13 +225,17 @@ class HostNode:
 
     def receive(self, in_port: int, frame: Frame) -> None:
         eng = self.engine
-        packet, nid = frame
+        packet, nid, hops = frame
         eng.recorder.deliver(eng.env.now, self.name, nid)
         action = eng.strategy.host_receive(eng.topology, self.name, packet,
                                            eng.recorder.notes[nid].notification)
         for reply, delay in action.send:
-            ev = eng.env.timeout(delay)
-            ev.callbacks.append(lambda _ev, f=(reply, nid): self.nic.send(f))  # type: ignore[union-attr]
+            eng.env.timeout(delay).callbacks.append(self._sender((reply, nid, hops)))
+
+    def _sender(self, frame: Frame) -> Callable[[simpy.Event], None]:
+        def send(_ev: simpy.Event) -> None:
+            self.nic.send(frame)  # type: ignore[union-attr]
+        return send
 
 
 class BrokerNode(FifoServer):
@@ -247,13 +260,13 @@ class BrokerNode(FifoServer):
 
     def done(self, item: Frame) -> None:
         eng = self.engine
-        packet, nid = item
+        packet, nid, hops = item
         note = eng.recorder.notes[nid]
         replies = eng.strategy.broker_receive(  # type: ignore[attr-defined]
             eng.topology, note.view_state, self.switch, packet, note.notification,
             note.encoded_for)
         for reply in replies:
-            self.nic.send((reply, nid))  # type: ignore[union-attr]
+            self.nic.send((reply, nid, hops))  # type: ignore[union-attr]
 
 
 @dataclass
@@ -293,7 +306,8 @@ class TimedEngine:
     max_frames : int or None
         Frames one notification may put on links before the run is declared
         a forwarding loop (default as the static engine: 64 x links x
-        (hosts + 1)).
+        (hosts + 1)); with ``ttl_hops`` set (loops expected, e.g. during
+        updates) further frames are dropped ("loop") instead.
     """
 
     def __init__(self, topology: Topology, strategy: Strategy, state: ControlState,
@@ -307,16 +321,20 @@ class TimedEngine:
         self.config = config
         self.payload = bytes(payload_bytes)
         limit = max_frames or 64 * len(topology.links) * (len(topology.hosts) + 1)
-        self.recorder = Recorder(trace=trace, frame_limit=limit)
+        self.recorder = Recorder(trace=trace, frame_limit=limit,
+                                 drop_loops=config.ttl_hops is not None)
         self.state = state
         #: publisher -> (state it encodes with, receivers it was told; None = per call)
         self.views: dict[str, tuple[ControlState, frozenset[str] | None]] = {}
         #: publisher -> its current subscribers (ground truth; churn updates it)
         self.truth: dict[str, frozenset[str]] = {}
         self.truth_version = 0
+        #: (publisher, notification id) -> (event, receivers) for content workloads
+        self.draw: Callable[[str, int], tuple[Any, frozenset[str]]] | None = None
         self._next_nid = 0
         self._published = 0
-        self._encodings: dict[tuple[str, int, frozenset[str]], tuple[ControlState, Encoding]] = {}
+        self._encodings: dict[tuple[str, int, frozenset[str], Any],
+                              tuple[ControlState, Encoding]] = {}
         dataplane = strategy.model()
         self.switches = {sw: SwitchNode(self.env, sw, dataplane, state.config(sw), config,
                                         self.recorder) for sw in topology.switches}
@@ -342,7 +360,7 @@ class TimedEngine:
                     self.hosts[a].nic = port
                 else:
                     port = EgressPort(env, rec, a, ap, b, bp, link.bandwidth_bps, link.delay_s,
-                                      cfg.buffer_frames, far.receive)
+                                      cfg.buffer_frames, far.receive, ttl=cfg.ttl_hops)
                     self.switches[a].ports[ap] = port
 
     def _wire_brokers(self, ports: Mapping[str, int]) -> None:
@@ -354,7 +372,7 @@ class TimedEngine:
             name = broker_node(sw)
             switch = self.switches[sw]
             switch.ports[port] = EgressPort(env, rec, sw, port, name, 1, cfg.broker_link_bps, 0.0,
-                                            cfg.buffer_frames, broker.receive)
+                                            cfg.buffer_frames, broker.receive, ttl=cfg.ttl_hops)
             broker.nic = EgressPort(env, rec, name, 1, sw, port, cfg.broker_link_bps, 0.0, None,
                                     switch.receive, min_service_s=cfg.feed_in_s)
 
@@ -379,7 +397,7 @@ class TimedEngine:
     # -- notifications ------------------------------------------------------------------
     def _encode(self, state: ControlState, note: Notification, receivers: frozenset[str]
                 ) -> Encoding:
-        key = (note.publisher, id(state), receivers)
+        key = (note.publisher, id(state), receivers, note.event)
         hit = self._encodings.get(key)
         if hit is None or hit[0] is not state:
             if len(self._encodings) > 4096:
@@ -388,22 +406,28 @@ class TimedEngine:
             hit = self._encodings[key] = (state, enc)
         return hit[1]
 
-    def publish(self, publisher: str, receivers: frozenset[str] | None = None) -> int:
+    def publish(self, publisher: str, receivers: frozenset[str] | None = None,
+                event: Any = None) -> int:
         """Publish one notification now; returns its id.
 
-        ``receivers``: who should get it. None means the publisher's current
-        subscribers (:attr:`truth`). The publisher encodes for the receiver
-        set of its view when it has one (churn), else for ``receivers``.
+        ``receivers``: who should get it. None means: drawn with :attr:`draw`
+        when it is set (content workloads: an event and the hosts it
+        matches), else the publisher's current subscribers (:attr:`truth`).
+        The publisher encodes for the receiver set of its view when it has
+        one (churn), else for ``receivers``.
         """
         if publisher not in self.hosts:
             raise EngineError(f"unknown publisher {publisher!r}")
+        nid = self._next_nid
+        if receivers is None and self.draw is not None:
+            event, receivers = self.draw(publisher, nid)
         truth = self.truth.get(publisher, frozenset()) if receivers is None else receivers
         state, told = self.views.get(publisher, (self.state, None))
         encoded_for = truth if told is None else told
-        nid = self._next_nid
         self._next_nid += 1
         self._published += 1
-        note = Notification(notification_id=nid, publisher=publisher, t_s=self.env.now)
+        note = Notification(notification_id=nid, publisher=publisher, t_s=self.env.now,
+                            event=event)
         enc = self._encode(state, note, encoded_for)
         rec = NoteRecord(nid=nid, notification=note, receivers=truth, encoded_for=encoded_for,
                          view_state=state, view_stale=encoded_for != truth,
@@ -414,14 +438,16 @@ class TimedEngine:
         if nic is None:
             raise EngineError(f"publisher {publisher} has no link")
         for packet in enc.packets:
-            nic.send((packet, nid))
+            nic.send((packet, nid, 0))
         return nid
 
-    def publish_at(self, t: float, publisher: str, receivers: frozenset[str] | None = None
-                   ) -> None:
+    def publish_at(self, t: float, publisher: str, receivers: frozenset[str] | None = None,
+                   event: Any = None) -> None:
         """Schedule :meth:`publish` at simulated time ``t`` (>= now)."""
-        ev = self.env.timeout(t - self.env.now)
-        ev.callbacks.append(lambda _ev: self.publish(publisher, receivers))
+        def fire(_ev: simpy.Event) -> None:
+            self.publish(publisher, receivers, event)
+
+        self.env.timeout(t - self.env.now).callbacks.append(fire)
 
     @property
     def published(self) -> int:
@@ -452,23 +478,24 @@ class TimedEngine:
             gap = period if workload.arrival == "periodic" else rng.exponential(period)
 
     def start_schedule(self, workload: Workload,
-                       items: Sequence[tuple[str, frozenset[str]]], seed: int) -> None:
+                       items: Sequence[tuple[Any, ...]], seed: int) -> None:
         """One stream of notifications with given (publisher, receivers), in order
         (times from ``child_rng(seed, "timed-stream")``)."""
         self.env.process(self._stream(workload, list(items), child_rng(seed, "timed-stream")))
 
-    def _stream(self, workload: Workload, items: list[tuple[str, frozenset[str]]],
+    def _stream(self, workload: Workload, items: list[tuple[Any, ...]],
                 rng: np.random.Generator) -> Any:
-        """Process: the notifications ``items`` at ``rate_hz`` in all (periodic from
-        t = 0, or Poisson), stopping early at ``duration_s``."""
+        """Process: the notifications ``items`` (publisher, receivers[, event]) at
+        ``rate_hz`` in all (periodic from t = 0, or Poisson), stopping early at
+        ``duration_s``."""
         period = 1.0 / workload.rate_hz
-        for k, (pub, receivers) in enumerate(items):
+        for k, (pub, receivers, *event) in enumerate(items):
             gap = period if workload.arrival == "periodic" else rng.exponential(period)
             if k or workload.arrival == "poisson":
                 yield self.env.timeout(gap)
             if not self._may_publish(workload):
                 return
-            self.publish(pub, receivers)
+            self.publish(pub, receivers, event[0] if event else None)
 
     def _may_publish(self, workload: Workload) -> bool:
         if workload.duration_s is not None and self.env.now > workload.duration_s:
@@ -523,13 +550,14 @@ def events_scheduled(env: simpy.Environment) -> int:
 
 
 def run_notifications(topology: Topology, strategy: Strategy, state: ControlState,
-                      notifications: Iterable[tuple[float, str, frozenset[str]]],
+                      notifications: Iterable[tuple[Any, ...]],
                       config: TimedConfig = DEFAULT_TIMED, *, payload_bytes: int = 50,
                       trace: bool = False) -> TimedResult:
-    """Publish ``(t, publisher, receivers)`` notifications and run until all are done."""
+    """Publish ``(t, publisher, receivers[, event])`` notifications and run until all
+    are done."""
     engine = TimedEngine(topology, strategy, state, config, payload_bytes=payload_bytes,
                          trace=trace)
-    for t, pub, receivers in notifications:
-        engine.publish_at(t, pub, frozenset(receivers))
+    for t, pub, receivers, *event in notifications:
+        engine.publish_at(t, pub, frozenset(receivers), event[0] if event else None)
     return engine.run()
 

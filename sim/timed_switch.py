@@ -42,8 +42,10 @@ from sim.dataplane import DataPlane, Emit, PipelineResult
 from sim.timed_config import TimedConfig
 from sim.timed_metrics import TimeWeighted
 
-#: A frame in flight: the packet and the id of the notification it belongs to.
-Frame = tuple[Any, int]
+#: A frame in flight: the packet, the id of the notification it belongs to, and
+#: the links it and the frames it descends from crossed since the publisher
+#: (brokers' and hosts' answers inherit the count; for ``ttl_hops``).
+Frame = tuple[Any, int, int]
 _PLAN_CACHE_LIMIT = 4096
 
 
@@ -160,16 +162,19 @@ class EgressPort(FifoServer):
     Timing: a frame occupies the port for ``max(min_service_s, 8 x bytes / bps)``
     (``min_service_s`` is the NIC feed-in time at hosts and brokers, 0 at
     switches), then arrives ``delay_s`` later at ``arrive(in_port, frame)``
-    of the far end. The transmission is recorded when serialization ends.
+    of the far end. The transmission is recorded when serialization ends;
+    a frame that already crossed ``ttl`` links is dropped there instead.
     """
 
     __slots__ = ("src", "dst", "dst_port", "bps", "delay_s", "min_service_s", "arrive",
-                 "recorder")
+                 "recorder", "ttl")
 
     def __init__(self, env: simpy.Environment, recorder: Any, src: str, port: int, dst: str,
                  dst_port: int, bps: float, delay_s: float, buffer: int | None,
-                 arrive: Callable[[int, Frame], None], min_service_s: float = 0.0) -> None:
+                 arrive: Callable[[int, Frame], None], min_service_s: float = 0.0,
+                 ttl: int | None = None) -> None:
         super().__init__(env, (src, port), buffer)
+        self.ttl = ttl
         self.src, self.dst, self.dst_port = src, dst, dst_port
         self.bps, self.delay_s, self.min_service_s = bps, delay_s, min_service_s
         self.arrive = arrive
@@ -184,12 +189,21 @@ class EgressPort(FifoServer):
         return ser if ser > self.min_service_s else self.min_service_s
 
     def done(self, item: Frame) -> None:
-        self.recorder.tx(self.env.now, self.src, self.dst, self.name[1], item)
+        if self.ttl is not None and item[2] >= self.ttl:
+            self.recorder.drop(self.env.now, "ttl", self.src, self.name[1], item[1])
+            return
+        if not self.recorder.tx(self.env.now, self.src, self.dst, self.name[1], item):
+            return
+        item = (item[0], item[1], item[2] + 1)
         if self.delay_s > 0:
-            ev = self.env.timeout(self.delay_s)
-            ev.callbacks.append(lambda _ev, f=item: self.arrive(self.dst_port, f))
+            self.env.timeout(self.delay_s).callbacks.append(self._arrival(item))
         else:
             self.arrive(self.dst_port, item)
+
+    def _arrival(self, frame: Frame) -> Callable[[simpy.Event], None]:
+        def arrive(_ev: simpy.Event) -> None:
+            self.arrive(self.dst_port, frame)
+        return arrive
 
 
 class _Packet:
@@ -307,8 +321,10 @@ class SwitchNode:
         pkt = _Packet(frame, in_port, (in_port - 1) % len(self.pipelines))
         latency = self.timed.switch_latency_s
         if latency > 0:
-            ev = self.env.timeout(latency)
-            ev.callbacks.append(lambda _ev: self.enqueue((pkt, 0)))
+            def ready(_ev: simpy.Event) -> None:
+                self.enqueue((pkt, 0))
+
+            self.env.timeout(latency).callbacks.append(ready)
         else:
             self.enqueue((pkt, 0))
 
@@ -318,7 +334,7 @@ class SwitchNode:
 
     def start(self, pkt: _Packet) -> None:
         """First pass starts: run the data-plane model on the current tables."""
-        packet, nid = pkt.frame
+        packet, nid, _ = pkt.frame
         cfg = self.config
         key = (id(cfg), packet, pkt.in_port)
         hit = self._cache.get(key)
@@ -335,7 +351,7 @@ class SwitchNode:
 
     def pass_done(self, pkt: _Packet, j: int) -> None:
         plan: PassPlan = pkt.plan  # type: ignore[assignment]  # set by start()
-        nid = pkt.frame[1]
+        _, nid, hops = pkt.frame
         rec = self.recorder
         if j:
             rec.recirculated(self.name)
@@ -351,15 +367,19 @@ class SwitchNode:
         pre = self.timed.pre_delay_s
         if len(copies) >= 2 and pre > 0:
             for i, emit in enumerate(copies, start=1):
-                ev = self.env.timeout(i * pre)
-                ev.callbacks.append(lambda _ev, e=emit: self.egress(e, nid))
+                self.env.timeout(i * pre).callbacks.append(self._replica(emit, nid, hops))
         else:
             for emit in copies:
-                self.egress(emit, nid)
+                self.egress(emit, nid, hops)
 
-    def egress(self, emit: Emit, nid: int) -> None:
+    def _replica(self, emit: Emit, nid: int, hops: int) -> Callable[[simpy.Event], None]:
+        def leave(_ev: simpy.Event) -> None:
+            self.egress(emit, nid, hops)
+        return leave
+
+    def egress(self, emit: Emit, nid: int, hops: int = 0) -> None:
         port = self.ports.get(emit.port)
         if port is None:
             raise EngineError(f"{self.name} sent a frame out of port {emit.port}, "
                               "which does not exist")
-        port.send((emit.packet, nid))
+        port.send((emit.packet, nid, hops))

@@ -27,7 +27,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 import sim.content_receivers  # noqa: F401  (registers the "content" receiver model)
-from sim.control import ControlState
+from sim.control import ControlState, StateBuilder, SwitchConfig
 from sim.packet import Notification
 from sim.trees import spanning_tree
 from strategies.base import Knowledge, Strategy
@@ -160,6 +160,29 @@ class GroupAllocator:
             used.add(nxt)
         self._ids[switch] = kept
         return kept
+
+
+class SwitchConfigCache:
+    """Reuses a switch's :class:`SwitchConfig` while its source object is unchanged.
+
+    ``source`` is the per-switch controller object (a Container, ...) with a
+    ``version`` attribute; an unchanged switch keeps the very same config
+    object, which keeps ``diff`` and the data-plane indexes cheap.
+    """
+
+    def __init__(self) -> None:
+        self._configs: dict[str, tuple[Any, SwitchConfig]] = {}
+
+    def config(self, switch: str, source: Any, fill: Any) -> SwitchConfig:
+        sig = (id(source), getattr(source, "version", None)) if source is not None else None
+        hit = self._configs.get(switch)
+        if hit is not None and hit[0] == sig and sig is not None:
+            return hit[1]
+        builder = StateBuilder()
+        fill(builder)
+        cfg = builder.build([switch]).switches[switch]
+        self._configs[switch] = (sig, cfg)
+        return cfg
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,7 +46,12 @@ from sim.dataplanes.kundel import (
 )
 from sim.packet import Notification, Packet, host_mac
 from strategies.base import Encoding, register_strategy
-from strategies.content_common import ContentStrategy, GroupAllocator, LatencyParams
+from strategies.content_common import (
+    ContentStrategy,
+    GroupAllocator,
+    LatencyParams,
+    SwitchConfigCache,
+)
 from strategies.range_boxes import Container, PriorityRule, base_flows
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
@@ -108,6 +113,8 @@ class KundelBase(ContentStrategy):
         self.groups = GroupAllocator()
         self.nslots = self.params.slots or 1
         self.containers: dict[str, Container] = {}
+        self._cache = SwitchConfigCache()
+        self._made: dict[str, dict[Any, TableEntry]] = {}
 
     def model(self) -> KundelDataPlane:
         return KundelDataPlane(self.fmt, self.nslots)
@@ -145,25 +152,33 @@ class KundelBase(ContentStrategy):
         return ((KEY_MASK, Ternary(mask, mask)), *fields)
 
     def _state(self, topology: Topology) -> ControlState:
-        builder = StateBuilder()
-        for sw in topology.switches:
-            c = self.containers.get(sw)
-            if c is None or not c.entries:
-                self.groups.assign(sw, ())
-                continue
-            prio = c.priorities(self.params.priority)
-            sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
-            ids = self.groups.assign(sw, sets)
-            for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
-                builder.add_group(sw, gid, ports)
-            for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
-                ports = tuple(sorted(c.entries[box].ports))
-                action, param = ((FORWARD_SINGLE, ("port", ports[0])) if len(ports) == 1
-                                 else (FORWARD_GROUP, ("mcast_grp", ids[ports])))
-                builder.add_entry(sw, TableEntry(table=TABLE, match=self._entry_match(box.bounds),
-                                                 action=action, params=(param,),
-                                                 priority=prio[box]))
-        return builder.build(topology.switches)
+        return ControlState(switches={sw: self._cache.config(
+            sw, self.containers.get(sw),
+            lambda b, sw=sw: self._fill(b, sw, self.containers.get(sw)))
+            for sw in topology.switches})
+
+    def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:
+        if c is None or not c.entries:
+            self.groups.assign(sw, ())
+            return
+        prio = c.priorities(self.params.priority)
+        sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
+        ids = self.groups.assign(sw, sets)
+        for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
+            builder.add_group(sw, gid, ports)
+        old = self._made.get(sw, {})
+        made = self._made[sw] = {}
+        for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
+            ports = tuple(sorted(c.entries[box].ports))
+            action, param = ((FORWARD_SINGLE, ("port", ports[0])) if len(ports) == 1
+                             else (FORWARD_GROUP, ("mcast_grp", ids[ports])))
+            key = (box, action, param, prio[box])
+            entry = old.get(key)
+            if entry is None:
+                entry = TableEntry(table=TABLE, match=self._entry_match(box.bounds),
+                                   action=action, params=(param,), priority=prio[box])
+            made[key] = entry
+            builder.add_entry(sw, entry)
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:

@@ -17,7 +17,7 @@ controller's mirror of the switch table:
   strictly increasing along containment), ``count`` (number of base flows
   containing the box, seed 002's construction) or ``thesis`` (1 + the
   number of containing entries with base flows; a pure overlap gets 1 + the
-  highest priority of its causes);
+  highest priority of the entries containing it, a superset of its causes);
 - the redundancy queue (``redundancy_queue``): a base flow contained in
   another active base flow with the same port waits in a queue instead of
   being installed, and re-enters when its cover goes away.
@@ -27,8 +27,9 @@ multicast group per entry with two or more ports. Table growth is reported
 (entries per switch, :data:`flows_max`); ``capacity`` is reported as the
 row's ``flow_limit`` and not enforced.
 
-Deviations: deleting a base flow recomputes the closure of the remaining
-base flows instead of following the cause lists (the same entry set);
+Deviations: deleting a base flow drops the entries that are no longer the
+intersection of the base flows containing them instead of following cause
+lists (the same entry set: the closure of the remaining base flows);
 the egress check drops a replica on its ingress port, which keeps the
 single-tree forwarding exact without an ingress-port key (seed 004 had one
 publisher).
@@ -46,6 +47,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from sim.content import Box, Event
 from sim.control import ControlState, Range, StateBuilder, TableEntry
 from sim.dataplanes.content_codec import ETHERTYPE_IPV4, PubsubLayout, host_ipv4, ip_udp_pubsub
@@ -58,7 +61,12 @@ from sim.dataplanes.range_filter import (
 )
 from sim.packet import Notification, Packet, host_mac
 from strategies.base import Encoding, register_strategy
-from strategies.content_common import ContentStrategy, GroupAllocator, LatencyParams
+from strategies.content_common import (
+    ContentStrategy,
+    GroupAllocator,
+    LatencyParams,
+    SwitchConfigCache,
+)
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
@@ -69,22 +77,39 @@ GROUP_MAC = 0x01_00_5E_7F_FF_FA  # all range-filter events use one group MAC
 
 @dataclass
 class BoxEntry:
-    """One installed entry of a Container."""
+    """One installed entry of a Container: its box and the ports of the base flows
+    containing it (with multiplicity, so deletions are exact)."""
 
     box: Box
-    ports: frozenset[int] = frozenset()
-    bases: set[int] = field(default_factory=set)
-    causes: set[tuple[Box, Box]] = field(default_factory=set)
+    port_count: dict[int, int] = field(default_factory=dict)
+    bases: int = 0  # active base flows whose box equals this entry's box
+
+    @property
+    def ports(self) -> frozenset[int]:
+        return frozenset(self.port_count)  # counts are kept > 0
+
+    @property
+    def covering(self) -> int:
+        """Active base flows containing the entry."""
+        return sum(self.port_count.values())
+
+
+def _bounds_arrays(boxes: list[Box]) -> tuple[np.ndarray, np.ndarray]:
+    d = len(boxes[0].bounds) if boxes else 0
+    b = np.asarray([x.bounds for x in boxes], dtype=np.int64).reshape(len(boxes), d, 2)
+    return b[:, :, 0], b[:, :, 1]
 
 
 class Container:
     """The controller's mirror of one switch's range table (seed 004 §4.3).
 
-    Base flows are registered with :meth:`add` / :meth:`remove`; the entries
-    (:attr:`entries`) are the intersection closure of the active base flows,
-    built by seed 004's add procedure (equivalent box -> extend; else a new
-    entry plus one overlap entry per overlapping entry, causes recorded) and
-    rebuilt lazily after changes.
+    Base flows are registered with :meth:`add` / :meth:`remove`. The entries
+    are the intersection closure of the active base flows (every overlap of
+    two entries is an entry). Adding follows seed 004's procedure (an
+    equivalent box extends its entry; otherwise the box and its overlaps
+    with every entry become entries); removing drops exactly the entries that
+    are no longer the intersection of the base flows containing them, which
+    leaves the closure of the remaining base flows.
     """
 
     def __init__(self, redundancy_queue: bool = True) -> None:
@@ -92,8 +117,10 @@ class Container:
         self.bases: dict[int, tuple[Box, int]] = {}   # id -> (box, port), all registered
         self.active: set[int] = set()
         self.queue: set[int] = set()
-        self._entries: dict[Box, BoxEntry] | None = {}
+        self.entries: dict[Box, BoxEntry] = {}
+        self.version = 0  # bumped on every change of the entries or their ports
         self._next = 0
+        self._arrays: tuple[list[Box], np.ndarray, np.ndarray] | None = None
 
     # -- base flows ----------------------------------------------------------
     def add(self, box: Box, port: int) -> int:
@@ -101,29 +128,28 @@ class Container:
         bid = self._next
         self._next += 1
         self.bases[bid] = (box, port)
-        self._entries = None
         if self.redundancy_queue and self._covered(bid):
             self.queue.add(bid)
             return bid
         if self.redundancy_queue:
-            for other in [o for o in self.active if self._covers(bid, o)]:
-                self.active.discard(other)
+            for other in sorted(o for o in self.active if self._covers(bid, o)):
+                self._deactivate(other)
                 self.queue.add(other)
-        self.active.add(bid)
+        self._activate(bid)
         return bid
 
     def remove(self, bid: int) -> None:
         """Delete base flow ``bid``; queued flows no longer covered re-enter."""
-        self._entries = None
-        del self.bases[bid]
         if bid in self.queue:
             self.queue.discard(bid)
+            del self.bases[bid]
             return
-        self.active.discard(bid)
+        self._deactivate(bid)
+        del self.bases[bid]
         for b in sorted(self.queue):
             if not self._covered(b):
                 self.queue.discard(b)
-                self.active.add(b)
+                self._activate(b)
 
     def _covers(self, a: int, b: int) -> bool:
         (ba, pa), (bb, pb) = self.bases[a], self.bases[b]
@@ -132,60 +158,93 @@ class Container:
     def _covered(self, bid: int) -> bool:
         return any(self._covers(o, bid) for o in self.active)
 
-    @property
-    def entries(self) -> dict[Box, BoxEntry]:
-        if self._entries is None:
-            self._entries = {}
-            for bid in sorted(self.active):
-                self._activate(bid, self._entries)
-        return self._entries
+    def _entry_arrays(self) -> tuple[list[Box], np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            boxes = list(self.entries)
+            self._arrays = (boxes, *_bounds_arrays(boxes))
+        return self._arrays
 
-    def _activate(self, bid: int, entries: dict[Box, BoxEntry]) -> None:
+    def _base_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ids = sorted(self.active)
+        lo, hi = _bounds_arrays([self.bases[i][0] for i in ids])
+        return lo, hi, np.asarray([self.bases[i][1] for i in ids], dtype=np.int64)
+
+    def _activate(self, bid: int) -> None:
         box, port = self.bases[bid]
-        hit = entries.get(box)
-        if hit is not None:  # an equivalent entry exists: extend it (no new areas)
-            hit.bases.add(bid)
+        self.active.add(bid)
+        self.version += 1
+        lo, hi = _bounds_arrays([box])
+        boxes, elo, ehi = self._entry_arrays()
+        fresh: list[Box] = []
+        if box in self.entries:  # an equivalent entry: extend it, no new areas
+            self.entries[box].bases += 1
         else:
-            existing = list(entries.values())
-            entries[box] = BoxEntry(box, bases={bid})
-            for x in existing:
-                o = x.box.intersect(box)
-                if o is None or o == box or o == x.box:
-                    continue  # unrelated or containment: no overlap entry
-                entry = entries.get(o)
-                if entry is None:
-                    entry = entries[o] = BoxEntry(o)
-                entry.causes.add((x.box, box))
-        done = None
-        for e in entries.values():
-            if not box.covers(e.box):
-                continue
-            if e.ports:
-                e.ports = e.ports | {port}
-            else:  # a new entry: union of every base flow so far containing it
-                if done is None:
-                    done = [self.bases[b] for b in self.active if b <= bid]
-                e.ports = frozenset(p for bbox, p in done if bbox.covers(e.box))
+            fresh.append(box)
+            if boxes:
+                ilo, ihi = np.maximum(elo, lo), np.minimum(ehi, hi)
+                for i in np.flatnonzero(np.all(ilo <= ihi, axis=1)):
+                    o = Box(tuple(zip(ilo[i].tolist(), ihi[i].tolist(), strict=True)))
+                    if o != box and o != boxes[i] and o not in self.entries:
+                        fresh.append(o)  # an overlap entry
+        if boxes:  # existing entries inside the new base flow gain its port
+            for i in np.flatnonzero(np.all((elo >= lo) & (ehi <= hi), axis=1)):
+                pc = self.entries[boxes[i]].port_count
+                pc[port] = pc.get(port, 0) + 1
+        if fresh:
+            blo, bhi, bports = self._base_arrays()
+            for o in dict.fromkeys(fresh):
+                olo, ohi = _bounds_arrays([o])
+                holders = np.all((blo <= olo) & (bhi >= ohi), axis=1)
+                pc: dict[int, int] = {}
+                for q in bports[holders].tolist():
+                    pc[q] = pc.get(q, 0) + 1
+                self.entries[o] = BoxEntry(o, pc, 1 if o == box else 0)
+            self._arrays = None
+
+    def _deactivate(self, bid: int) -> None:
+        box, port = self.bases[bid]
+        self.active.discard(bid)
+        self.version += 1
+        if box in self.entries:
+            self.entries[box].bases -= 1
+        boxes, elo, ehi = self._entry_arrays()
+        if not boxes:
+            return
+        lo, hi = _bounds_arrays([box])
+        inside = np.flatnonzero(np.all((elo >= lo) & (ehi <= hi), axis=1))
+        blo, bhi, _ = self._base_arrays()
+        dropped = False
+        for i in inside:
+            e = self.entries[boxes[i]]
+            e.port_count[port] -= 1
+            if not e.port_count[port]:
+                del e.port_count[port]
+            holders = np.all((blo <= elo[i]) & (bhi >= ehi[i]), axis=1)
+            keep = bool(holders.any()) and np.array_equal(blo[holders].max(axis=0), elo[i]) \
+                and np.array_equal(bhi[holders].min(axis=0), ehi[i])
+            if not keep:  # no longer the intersection of the base flows holding it
+                del self.entries[boxes[i]]
+                dropped = True
+        if dropped:
+            self._arrays = None
 
     # -- table ---------------------------------------------------------------
     def priorities(self, rule: PriorityRule) -> dict[Box, int]:
+        """Entry priorities (higher wins) under ``rule``."""
         boxes = list(self.entries)
         if rule == "volume":
             vols = sorted({b.volume for b in boxes}, reverse=True)
             rank = {v: i + 1 for i, v in enumerate(vols)}
             return {b: rank[b.volume] for b in boxes}
         if rule == "count":
-            active = [self.bases[b][0] for b in self.active]
-            return {b: sum(1 for a in active if a.covers(b)) for b in boxes}
-        with_bases = [e.box for e in self.entries.values() if e.bases]
+            return {b: self.entries[b].covering for b in boxes}
         out: dict[Box, int] = {}
-        for b in sorted(boxes, key=lambda x: -x.volume):  # causes before their overlaps
-            e = self.entries[b]
-            if e.bases:
+        with_bases = [b for b in boxes if self.entries[b].bases]
+        for b in sorted(boxes, key=lambda x: -x.volume):  # containers before contents
+            if self.entries[b].bases:
                 out[b] = 1 + sum(1 for o in with_bases if o != b and o.covers(b))
             else:
-                out[b] = 1 + max((max(out.get(x, 0), out.get(y, 0)) for x, y in e.causes),
-                                 default=0)
+                out[b] = 1 + max((out[o] for o in out if o != b and o.covers(b)), default=0)
         return out
 
     def lookup(self, event: Event, rule: PriorityRule = "volume") -> frozenset[int]:
@@ -267,6 +326,8 @@ class RangeBoxes(ContentStrategy):
         self.groups = GroupAllocator()
         self.layout: PubsubLayout | None = None
         self.containers: dict[str, Container] = {}
+        self._cache = SwitchConfigCache()
+        self._made: dict[str, dict[Any, TableEntry]] = {}
 
     def model(self) -> RangeFilterDataPlane:
         return RangeFilterDataPlane(self.layout or PubsubLayout(1, 16))
@@ -296,29 +357,37 @@ class RangeBoxes(ContentStrategy):
         return self._state(topology, self.containers)
 
     def _state(self, topology: Topology, containers: Mapping[str, Container]) -> ControlState:
-        builder = StateBuilder()
-        for sw in topology.switches:
-            c = containers.get(sw)
-            if c is None or not c.entries:
-                self.groups.assign(sw, ())
+        return ControlState(switches={sw: self._cache.config(
+            sw, containers.get(sw), lambda b, sw=sw: self._fill(b, sw, containers.get(sw)))
+            for sw in topology.switches})
+
+    def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:
+        if c is None or not c.entries:
+            self.groups.assign(sw, ())
+            return
+        prio = c.priorities(self.params.priority)
+        sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
+        ids = self.groups.assign(sw, sets)
+        for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
+            builder.add_group(sw, gid, ports)
+        old = self._made.get(sw, {})
+        made = self._made[sw] = {}
+        for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
+            ports = tuple(sorted(c.entries[box].ports))
+            if not ports:
                 continue
-            prio = c.priorities(self.params.priority)
-            sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
-            ids = self.groups.assign(sw, sets)
-            for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
-                builder.add_group(sw, gid, ports)
-            for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
-                ports = tuple(sorted(c.entries[box].ports))
-                if not ports:
-                    continue
-                action, param = ((FORWARD, ("port", ports[0])) if len(ports) == 1
-                                 else (MULTICAST, ("group", ids[ports])))
-                builder.add_entry(sw, TableEntry(
+            action, param = ((FORWARD, ("port", ports[0])) if len(ports) == 1
+                             else (MULTICAST, ("group", ids[ports])))
+            key = (box, action, param, prio[box])
+            entry = old.get(key)
+            if entry is None:
+                entry = TableEntry(
                     table=TABLE,
                     match=tuple((value_key(i), Range(lo, hi))
                                 for i, (lo, hi) in enumerate(box.bounds)),
-                    action=action, params=(param,), priority=prio[box]))
-        return builder.build(topology.switches)
+                    action=action, params=(param,), priority=prio[box])
+            made[key] = entry
+            builder.add_entry(sw, entry)
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:

@@ -33,6 +33,7 @@ from typing import Literal
 
 from sim.control import SwitchConfig
 from sim.dataplane import DATAPLANES, PipelineResult
+from sim.dataplanes.fast_lookup import lookup as fast_lookup
 from sim.dataplanes.prefix_filter import emit_action
 from sim.packet import Packet
 
@@ -146,7 +147,7 @@ class KundelDataPlane:
             return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
         valid, values, _ = parsed
         key = [valid] + [values.get(i, 0) for i in range(self.slots)]
-        entry = config.lookup(TABLE, *key)
+        entry = fast_lookup(config, TABLE, *key)
         if entry is None:
             return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=(), dropped=1)
         (_, value), = entry.params

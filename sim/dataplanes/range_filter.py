@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from sim.control import SwitchConfig
 from sim.dataplane import DATAPLANES, PipelineResult
 from sim.dataplanes.content_codec import PUBSUB_UDP_PORT, PubsubLayout, parse_ip_udp
+from sim.dataplanes.fast_lookup import lookup as fast_lookup
 from sim.dataplanes.prefix_filter import emit_action
 from sim.packet import Packet
 
@@ -59,7 +60,7 @@ class RangeFilterDataPlane:
                 or len(parsed.pubsub) < self.layout.size:
             return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
         values = self.layout.unpack(parsed.pubsub)
-        entry = config.lookup(TABLE, *values)
+        entry = fast_lookup(config, TABLE, *values)
         if entry is None:
             return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=(), dropped=1)
         (_, value), = entry.params

@@ -175,6 +175,9 @@ def test_spark_submit_runs_the_sweep_on_the_cluster(cluster: StandaloneCluster, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "clustertest: 12 cells run, 0 skipped" in proc.stdout
     assert _sorted(out).equals(reference)
+    # it ran on the cluster (the master of spark-submit), not on an embedded local master
+    apps = [a.get("name") for a in cluster.state().get("completedapps", [])]
+    assert "stackcast clustertest" in apps, apps
 
 
 @pytest.fixture(scope="module")

@@ -31,10 +31,12 @@ load_builtin_strategies()
 
 #: Strategies the zero-load property cannot run at all, with the reason (none today:
 #: those that need the datacenter fabric or the workload's publisher/subscriber
-#: relations run on FABRIC with a frequency population).
+#: relations run on FABRIC with a frequency population, content filters on
+#: events of a content population).
 NEEDS_SPECIAL_KNOWLEDGE: dict[str, str] = {}
 TRACED_FAMILIES = ("l2", "neighbor_labels", "virtual_tree")
 FABRIC = "fabric:pods=2,racks=2,hosts=2,planes=2,spines=2"
+CONTENT = "content:subs=20,dims=2"
 
 
 def knowledge(pub, recv, population=None):
@@ -44,17 +46,17 @@ def knowledge(pub, recv, population=None):
     return Knowledge(receiver_sets={pub: (recv,)}, **extra)
 
 
-def zero_load_check(topo, name, pub, recv, population=None) -> bool:
+def zero_load_check(topo, name, pub, recv, population=None, event=None) -> bool:
     """Compare both engines on one notification; False if the strategy refuses the case
     (it needs another topology or knowledge: the static engine cannot run it either)."""
     strategy = make_strategy(name)
     try:
         state = strategy.install(topo, knowledge(pub, recv, population))
-        note = Notification(0, pub)
+        note = Notification(0, pub, event=event)
         d = run_notification(topo, strategy, state, note, recv, payload_for(note, 37))
     except SpecError:
         return False
-    r = run_notifications(topo, strategy, state, [(0.0, pub, recv)], payload_bytes=37)
+    r = run_notifications(topo, strategy, state, [(0.0, pub, recv, event)], payload_bytes=37)
     note = r.notes[0]
     assert note.delivered == d.delivered, name
     assert r.recorder.links == d.links, name
@@ -97,15 +99,38 @@ def test_zero_load_on_the_fabric_with_workload_knowledge(seed):
         zero_load_check(topo, name, pub, recv, pop)
 
 
+def content_case(topo, seed):
+    """(publisher, receivers, event, view) of one event of a content workload."""
+    pop = receiver_model(CONTENT).population(topo, child_rng(seed, "pop"))
+    view = pop.at(0)
+    rng = child_rng(seed, "note")
+    pub = pop.publishers[int(rng.integers(len(pop.publishers)))]
+    event, recv = view.draw(pub, 0, rng)
+    return pub, recv, event, view
+
+
+@settings(max_examples=8)
+@given(st.integers(0, 2**16))
+def test_zero_load_with_content_events(seed):
+    """The same for content-filtering strategies: events matched against subscriptions."""
+    topo = random_topology(10, 4, seed=seed % 97)
+    pub, recv, event, view = content_case(topo, seed)
+    for name in runnable():
+        zero_load_check(topo, name, pub, recv, view, event)
+
+
 def test_every_strategy_is_covered_by_the_zero_load_property():
     """No registered strategy is silently skipped (a new one must run somewhere)."""
     fabric = load_topology(FABRIC)
     pop = receiver_model("frequency:subscribers=40").population(fabric, child_rng(1, "pop"))
     recv = pop.receivers(pop.publishers[0], child_rng(1, "note"))
     topo = random_topology(8, 3, seed=2)
+    content = content_case(topo, 1)
     missing = [n for n in runnable()
                if not zero_load_check(topo, n, topo.hosts[0], frozenset(topo.hosts[2:6]))
-               and not zero_load_check(fabric, n, pop.publishers[0], recv, pop)]
+               and not zero_load_check(fabric, n, pop.publishers[0], recv, pop)
+               and not zero_load_check(topo, n, content[0], content[1], content[3],
+                                       content[2])]
     assert not missing, f"strategies no zero-load case can run: {missing}"
 
 

@@ -203,3 +203,30 @@ def test_a_dedicated_recirculation_port_adds_recirculation_capacity():
                       [len(n.delivered) for n in r.notes.values()], r.t_end)
     assert out[1][:2] == (1, [3, 1])
     assert out[2][:2] == (0, [3, 3])
+
+
+def looping_ring():
+    """A 3-switch ring whose L2 rules send h3's MAC round and round (never to h3)."""
+    from sim.control import StateBuilder
+    from sim.dataplanes.l2 import FORWARD
+    from sim.packet import host_mac
+    from strategies.l2_common import l2_entry
+
+    topo = build_topology("ring3", [(1, 2), (2, 3), (3, 1)], [1, 2, 3], 1)
+    builder = StateBuilder()
+    for a, b in (("s1", "s2"), ("s2", "s3"), ("s3", "s1")):
+        builder.add_entry(a, l2_entry(host_mac(topo, "h3"), FORWARD, topo.port_to(a, b)))
+    return topo, builder.build(topo.switches)
+
+
+def test_a_forwarding_loop_is_an_error_without_ttl_and_dropped_with_it():
+    from sim.timed_switch import EngineError
+
+    topo, state = looping_ring()
+    strategy = make_strategy("unicast")
+    with pytest.raises(EngineError, match="forwarding loop"):
+        run_notifications(topo, strategy, state, [(0.0, "h1", frozenset({"h3"}))])
+    r = run_notifications(topo, strategy, state, [(0.0, "h1", frozenset({"h3"}))],
+                          TimedConfig(ttl_hops=5))
+    assert r.notes[0].frames == 5 and not r.notes[0].delivered
+    assert list(r.recorder.drops) == [("ttl", "s2", topo.port_to("s2", "s3"))]  # 6th link

@@ -25,8 +25,8 @@ CH6 = ["source-routed", "vt-broadcast", "vt-random", "vt-random-variant", "vt-cy
 STAR = build_topology("star", [(1, 2), (1, 3), (1, 4), (1, 5)], range(1, 6), 1)
 
 
-def entries(strategy, topo, pub, recv, knowledge=Knowledge()):
-    state = strategy.install(topo, knowledge)
+def entries(strategy, topo, pub, recv, knowledge=None):
+    state = strategy.install(topo, knowledge or Knowledge())
     note = Notification(1, pub)
     d = run_notification(topo, strategy, state, note, frozenset(recv), payload_for(note, 10))
     assert d.delivered == dict.fromkeys(recv, 1)

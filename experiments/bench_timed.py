@@ -1,0 +1,144 @@
+"""``stackcast bench timed``: how fast the timed engine runs on this machine.
+
+Three figures, each the median of ``reps`` repetitions:
+
+raw SimPy
+    timeouts per second of one SimPy process that does nothing but
+    ``yield env.timeout(1)`` (the ceiling for any SimPy model here);
+model events
+    SimPy events per second of wall time while the timed engine runs a
+    loaded network (default: ``switch-port`` on the 255-switch jellyfish of
+    seed 000 ch. 3, 64 publishers at 100 notifications/s each, 30 %
+    subscribers, 0.05 s of simulated time), and their ratio to the raw rate
+    (how much of SimPy's ceiling the model reaches; the rest is the model's
+    own Python work: data planes, queues, recording);
+packet-hops
+    frames carried over links per second of wall time, and pipeline passes
+    per second.
+
+Building the network and installing the state are timed apart (``setup_s``)
+and are not in the rates. Rates are given per wall-clock second and per
+CPU-second of this process (the latter is steadier on a shared machine).
+Nothing here runs in the default test run; the numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any
+
+import simpy
+
+from sim.receivers import receiver_model
+from sim.seeds import child_rng
+from sim.timed_config import TimedConfig, Workload
+from sim.timed_engine import TimedEngine, events_scheduled
+from strategies.base import Knowledge, make_strategy
+from topologies.specs import load_topology
+
+TOPOLOGY = "jellyfish:switches=255,degree=4,hosts=1,seed=1"
+
+
+def raw_simpy_timeouts_per_s(timeouts: int = 200_000) -> tuple[float, float]:
+    """Timeouts per second (wall, CPU) of a bare SimPy process."""
+    env = simpy.Environment()
+
+    def ticker() -> Any:
+        for _ in range(timeouts):
+            yield env.timeout(1.0)
+
+    env.process(ticker())
+    start, cpu0 = time.perf_counter(), time.process_time()
+    env.run()
+    return timeouts / (time.perf_counter() - start), timeouts / (time.process_time() - cpu0)
+
+
+def model_run(topology: str = TOPOLOGY, strategy: str = "switch-port", publishers: int = 64,
+              rate_hz: float = 100.0, duration_s: float = 0.05, percent: float = 30.0,
+              seed: int = 1) -> dict[str, float]:
+    """One loaded run of the timed engine; wall-clock rates of its events and hops."""
+    t0 = time.perf_counter()
+    topo = load_topology(topology)
+    strat = make_strategy(strategy)
+    population = receiver_model(f"uniform:percent={percent}").population(
+        topo, child_rng(seed, "population"))
+    hosts = list(topo.hosts)
+    rng = child_rng(seed, "bench-publishers")
+    pubs = sorted((hosts[int(i)] for i in rng.choice(len(hosts), min(publishers, len(hosts)),
+                                                     replace=False)), key=topo.host_id)
+    subs = {p: population.receivers(p, child_rng(seed, "bench-subscribers", i))
+            for i, p in enumerate(pubs)}
+    knowledge = Knowledge(receiver_sets={p: (r,) for p, r in subs.items()})
+    state = strat.install(topo, knowledge if strat.scope == "receivers" else Knowledge(
+        receiver_sets={p: () for p in pubs}))
+    engine = TimedEngine(topo, strat, state, TimedConfig(buffer_frames=256))
+    for p, r in subs.items():
+        engine.set_truth(p, r)
+    engine.start_workload(Workload(rate_hz=rate_hz, arrival="poisson", duration_s=duration_s),
+                          pubs, seed)
+    setup = time.perf_counter() - t0
+    start, cpu0 = time.perf_counter(), time.process_time()
+    result = engine.run()
+    wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    events = events_scheduled(engine.env)
+    rec = result.recorder
+    return {
+        "setup_s": setup, "wall_s": wall, "cpu_s": cpu, "sim_s": result.t_end,
+        "notifications": float(len(rec.notes)), "events": float(events),
+        "hops": float(rec.hops), "passes": float(result.total("passes")),
+        "events_per_s": events / wall, "hops_per_s": rec.hops / wall,
+        "passes_per_s": result.total("passes") / wall,
+        "events_per_cpu_s": events / cpu, "hops_per_cpu_s": rec.hops / cpu,
+        "drops": float(sum(rec.drops.values())),
+    }
+
+
+def run_bench_timed(reps: int = 3, **model: Any) -> dict[str, Any]:
+    """Raw SimPy rate, model rates and their ratio (medians of ``reps``)."""
+    if reps < 1:
+        raise ValueError(f"--reps must be >= 1; got {reps}")
+    raws, raws_cpu, runs = [], [], []
+    for _ in range(reps):  # alternate, so a background load hits both alike
+        wall, cpu = raw_simpy_timeouts_per_s()
+        raws.append(wall)
+        raws_cpu.append(cpu)
+        runs.append(model_run(**model))
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    raw, raw_cpu = statistics.median(raws), statistics.median(raws_cpu)
+    return {
+        "cpus": os.cpu_count(), "reps": reps,
+        "model": {"topology": model.get("topology", TOPOLOGY),
+                  "strategy": model.get("strategy", "switch-port"),
+                  "publishers": model.get("publishers", 64),
+                  "rate_hz": model.get("rate_hz", 100.0),
+                  "duration_s": model.get("duration_s", 0.05),
+                  "percent": model.get("percent", 30.0)},
+        "raw_simpy_timeouts_per_s": raw,
+        "raw_simpy_timeouts_per_cpu_s": raw_cpu,
+        "run": med,
+        "events_to_raw_ratio": med["events_per_s"] / raw,
+        "events_to_raw_ratio_cpu": med["events_per_cpu_s"] / raw_cpu,
+    }
+
+
+def format_bench_timed(result: dict[str, Any]) -> str:
+    """Human-readable summary of :func:`run_bench_timed`."""
+    m, r = result["model"], result["run"]
+    return "\n".join([
+        f"stackcast bench timed: {result['cpus']} CPUs, median of {result['reps']} repetitions",
+        f"  raw SimPy           {result['raw_simpy_timeouts_per_s']:,.0f} timeouts/s "
+        f"({result['raw_simpy_timeouts_per_cpu_s']:,.0f} per CPU-second)",
+        f"  model               {m['strategy']} on {m['topology']}, {m['publishers']} publishers"
+        f" x {m['rate_hz']:g} Hz, {m['percent']:g}% subscribers, {m['duration_s']:g} s simulated",
+        f"  run                 {r['notifications']:,.0f} notifications, {r['events']:,.0f} events,"
+        f" {r['hops']:,.0f} packet-hops, {r['passes']:,.0f} passes in {r['wall_s']:.2f} s "
+        f"wall, {r['cpu_s']:.2f} s CPU (setup {r['setup_s']:.2f} s, {r['drops']:,.0f} drops)",
+        f"  model events        {r['events_per_s']:,.0f} events/s "
+        f"({result['events_to_raw_ratio']:.2f} x raw SimPy); per CPU-second "
+        f"{r['events_per_cpu_s']:,.0f} ({result['events_to_raw_ratio_cpu']:.2f} x)",
+        f"  packet-hops         {r['hops_per_s']:,.0f} hops/s, {r['passes_per_s']:,.0f} passes/s;"
+        f" per CPU-second {r['hops_per_cpu_s']:,.0f} hops",
+    ])

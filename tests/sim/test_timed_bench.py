@@ -1,0 +1,30 @@
+"""``stackcast bench timed`` (issue 5): wiring in the default run, the measurement on demand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.cli import main
+
+SMALL = ["--topology", "jellyfish:switches=12,degree=3,seed=1", "--publishers", "4",
+         "--rate-hz", "200", "--duration-s", "0.01", "--reps", "1"]
+
+
+def test_bench_timed_reports_rates_and_their_ratio(capsys):
+    assert main(["bench", "timed", *SMALL, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    run = out["run"]
+    assert out["raw_simpy_timeouts_per_s"] > 0 and run["events"] > 0 and run["hops"] > 0
+    assert out["events_to_raw_ratio"] == pytest.approx(
+        run["events_per_s"] / out["raw_simpy_timeouts_per_s"])
+    assert main(["bench", "timed", *SMALL]) == 0
+    assert "packet-hops" in capsys.readouterr().out
+
+
+@pytest.mark.benchmark
+def test_bench_timed_on_the_255_switch_jellyfish(capsys):
+    """The default measurement (select with -m benchmark)."""
+    assert main(["bench", "timed", "--reps", "1"]) == 0
+    print(capsys.readouterr().out)
