@@ -56,8 +56,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         _ensure_loaded()
         rows = [(n, TOPOLOGIES.get(n).summary) for n in TOPOLOGIES.names()]
     elif what == "receiver-models":
-        from sim.receivers import RECEIVER_MODELS
+        from sim.receivers import RECEIVER_MODELS, load_builtin_receiver_models
 
+        load_builtin_receiver_models()
         rows = [(n, RECEIVER_MODELS.get(n).summary) for n in RECEIVER_MODELS.names()]
     else:
         from experiments.spec import describe_spec

@@ -69,8 +69,14 @@ class ReceiverModel:
         return self.kind.build(self.params, topology, rng)
 
 
+def load_builtin_receiver_models() -> None:
+    """Import the modules that register the other built-in receiver models."""
+    from sim import churn_models, client_distribution, content_receivers  # noqa: F401
+
+
 def receiver_model(spec: str) -> ReceiverModel:
     """Parse and validate a receiver-model spec string."""
+    load_builtin_receiver_models()
     name, raw = parse_spec(spec)
     kind = RECEIVER_MODELS.get(name)
     return ReceiverModel(spec, kind, make_params(kind.params, raw, f"receiver model {spec!r}"))
