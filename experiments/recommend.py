@@ -22,6 +22,10 @@ spec with the ``clustered`` receiver model):
 
 No third-party learning library is needed (numpy only).
 
+Deviations: the thesis only names the problem; the features, the k-NN model
+and the cross-validation scheme are this module's choices. Labels are noisy
+when a sweep has few notifications per point.
+
 References
 ----------
 Seed 000 §7.2 (automated strategy selection), §6.6.2 (Fig. 6.15: best

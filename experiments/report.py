@@ -47,9 +47,36 @@ def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
-def _x_value(receivers_model: str) -> float | None:
-    m = re.search(r"=([-+]?\d+(?:\.\d+)?)", receivers_model)
-    return float(m.group(1)) if m else None
+def _receiver_params(spec: str) -> dict[str, str]:
+    _, _, rest = spec.partition(":")
+    return dict(item.partition("=")[::2] for item in rest.split(",") if "=" in item)
+
+
+def _x_axis(specs: Iterable[str]) -> tuple[str | None, dict[str, float], dict[str, str]]:
+    """Pick the receiver-model parameter to plot against.
+
+    Returns the parameter name (the numeric one with the most distinct values),
+    each spec's x value, and each spec's remaining varying parameters as a
+    label suffix (e.g. ``scenario=nearby``), so series are split by them.
+    """
+    params = {s: _receiver_params(s) for s in specs}
+    keys = sorted({k for p in params.values() for k in p})
+    distinct = {k: {p.get(k) for p in params.values()} for k in keys}
+
+    def numeric(k: str) -> bool:
+        try:
+            return all(v is not None and float(v) is not None for v in distinct[k])
+        except ValueError:
+            return False
+
+    candidates = [k for k in keys if len(distinct[k]) > 1 and numeric(k)]
+    if not candidates:
+        return None, {}, {}
+    x = max(candidates, key=lambda k: (len(distinct[k]), k))
+    others = [k for k in keys if k != x and len(distinct[k]) > 1]
+    xs = {s: float(p[x]) for s, p in params.items()}
+    rest = {s: " ".join(f"{k}={p.get(k)}" for k in others) for s, p in params.items()}
+    return x, xs, rest
 
 
 def _label(rec: Mapping[str, Any], varying: Iterable[str]) -> str:
@@ -95,20 +122,23 @@ def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
         lines.append("")
         varying = [c for c in ("topology", "payload_bytes")
                    if len({r[c] for r in recs}) > 1]
-        xs = {r["receivers_model"]: _x_value(r["receivers_model"]) for r in recs}
-        if all(v is not None for v in xs.values()) and len(set(xs.values())) > 1:
+        x_name, xs, rest = _x_axis({r["receivers_model"] for r in recs})
+        if x_name is not None:
             for metric in PLOTTED:
                 fig, ax = plt.subplots(figsize=(6.4, 4.2))
                 series: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
                 for r in recs:
-                    series[_label(r, varying)].append(
+                    spec = r["receivers_model"]
+                    label = " ".join(filter(None, [_label(r, varying), rest[spec]]))
+                    series[label].append(
                         (xs[r["receivers_model"]], r[f"{metric}_mean"], r[f"{metric}_ci95"]))
                 for label, pts in sorted(series.items()):
                     pts.sort()
                     ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
                                 yerr=[p[2] for p in pts], marker="o", ms=3, capsize=2,
                                 label=label)
-                ax.set_xlabel(recs[0]["receivers_model"].split("=")[0] + " (receiver model)")
+                kind = recs[0]["receivers_model"].partition(":")[0]
+                ax.set_xlabel(f"{kind}: {x_name}")
                 ax.set_ylabel(metric.replace("_", " "))
                 ax.set_title(f"{exp}: {metric}")
                 ax.grid(alpha=0.3)

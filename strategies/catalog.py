@@ -3,6 +3,7 @@
 from strategies import (  # noqa: F401
     alm,
     broadcast,
+    camus,
     destinations,
     hops,
     hybrid,

@@ -137,6 +137,43 @@ def link_false_positives(links: Mapping[tuple[str, str], list[int]],
     return sum(fb[0] for link, fb in links.items() if link not in needed)
 
 
+def walked_false_positives(topology: Topology, strategy: Strategy, state: ControlState,
+                           publisher: str, packets: Iterable[Any],
+                           receivers: frozenset[str]) -> int:
+    """Link crossings from which no receiver was reached (re-walking the data plane).
+
+    For strategies whose routes are not one spanning tree (Camus's ECMP up
+    port): every frame crossing is kept with its parent crossing; crossings
+    with no receiver downstream are false positives (the publisher's access
+    link excepted).
+    """
+    model = strategy.model()
+    sw0 = topology.host_switch(publisher)
+    parent: list[int] = []
+    useful: list[bool] = []
+    queue: list[tuple[str, int, Any, int]] = []
+    for pkt in packets:
+        parent.append(-1)
+        useful.append(True)
+        queue.append((sw0, topology.port_to(sw0, publisher), pkt, len(parent) - 1))
+    while queue:
+        node, inp, pkt, idx = queue.pop()
+        if topology.is_host(node):
+            if node in receivers:
+                j = idx
+                while j >= 0 and not useful[j]:
+                    useful[j] = True
+                    j = parent[j]
+            continue
+        result = model.process(node, state.config(node), pkt, inp)
+        for emit in result.emitted:
+            info = topology.ports(node)[emit.port]
+            parent.append(idx)
+            useful.append(False)
+            queue.append((info.neighbor, info.neighbor_port, emit.packet, len(parent) - 1))
+    return sum(1 for u in useful if not u)
+
+
 class GroupAllocator:
     """Stable multicast-group ids per switch (reused while the port set lives)."""
 
@@ -219,6 +256,9 @@ class ContentStrategy(Strategy):
     """
 
     scope: ClassVar[Literal["topology", "publisher", "receivers"]] = "topology"
+    #: True if every packet follows the spanning tree (:class:`TreeRouting`);
+    #: otherwise link false positives come from re-walking the data plane.
+    tree_routed: ClassVar[bool] = True
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -272,7 +312,11 @@ class ContentStrategy(Strategy):
         # the publisher's own access link is never a false positive: no filter can avoid it
         pub = notification.publisher
         needed = routing.needed_links(pub, receivers) | {(pub, topology.host_switch(pub))}
-        lfp = link_false_positives(delivery.links, needed)
+        if self.tree_routed:
+            lfp = link_false_positives(delivery.links, needed)
+        else:
+            lfp = walked_false_positives(topology, self, state, pub, delivery.encoding.packets,
+                                         receivers)
         ref = self.network_links(topology, state, notification, receivers)
         nfp = lfp if ref is None else link_false_positives(delivery.links, ref)
         cost = self._costs.get(id(state))

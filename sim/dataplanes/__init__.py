@@ -2,6 +2,7 @@
 
 from sim.dataplanes import (  # noqa: F401
     alm,
+    camus,
     kundel,
     l2,
     neighbor_labels,

@@ -63,3 +63,14 @@ def test_local_run_report_and_exactness(tmp_path):
     text = md.read_text()
     assert "## t" in text and "| multicast |" in text
     assert (tmp_path / "report" / "t-bytes.png").stat().st_size > 1000
+
+
+def test_report_x_axis_splits_series_by_other_receiver_parameters():
+    from experiments.report import _x_axis
+
+    specs = {f"clustered:scenario={s},churn={c}" for s in ("nearby", "distant") for c in (0, 50)}
+    name, xs, rest = _x_axis(specs)
+    assert name == "churn"
+    assert xs["clustered:scenario=nearby,churn=50"] == 50.0
+    assert rest["clustered:scenario=distant,churn=0"] == "scenario=distant"
+    assert _x_axis({"uniform:percent=10"})[0] is None
