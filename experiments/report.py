@@ -10,7 +10,6 @@ of each headline metric against the receiver model's parameter.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
