@@ -17,7 +17,7 @@ from experiments.spec import Cell
 from sim.control import ControlState, diff
 from sim.packet import Notification, payload_for
 from sim.receivers import receiver_model
-from sim.seeds import child_rng, stable_seed
+from sim.seeds import child_rng
 from sim.static import DelayModel, run_notification
 from strategies.base import Knowledge, Strategy, make_strategy
 from topologies.model import LinkDefaults
@@ -64,11 +64,7 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
     topology = load_topology(cell.topology, links)
     strategy = make_strategy(cell.strategy, dict(cell.params))
     model = receiver_model(cell.receivers)
-    # Models whose parameters include a level that must not reseed the workload
-    # (nested churn levels) name the parameters that fix it: workload_key().
-    key = getattr(model.params, "workload_key", None)
-    workload_seed = cell.workload_seed if key is None else stable_seed(
-        ["workload", cell.topology, key(), cell.seed, dict(cell.links)])
+    workload_seed = cell.workload_seed_for(model)
     population = model.population(topology, child_rng(workload_seed, "population"))
     base = Knowledge(population=population, seed=workload_seed)
     cache: dict[Any, tuple[Any, ControlState]] = {}

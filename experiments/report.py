@@ -18,25 +18,30 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from experiments.schema import METRIC_COLUMNS, POINT_COLUMNS
+from experiments.schema import metric_columns, point_columns
 
 HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "frames", "bytes",
             "lookups", "recirculations", "state_entries", "delay_worst_ms"]
 PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries"]
+# Added to the table and the plots for timed experiments.
+TIMED_HEADLINE = ["latency_last_ms", "cell_deliveries_per_s", "cell_delivery_ratio",
+                  "dropped_frames", "stale_false_negatives", "cell_writes_per_change",
+                  "cell_convergence_mean_ms"]
 
 
 def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
     """Aggregate in this process (numpy); same output as the Spark aggregation."""
     cols = table.to_pydict()
+    points, metrics = point_columns(table.schema), metric_columns(table.schema)
     groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(*(cols[c] for c in POINT_COLUMNS), strict=True)):
+    for i, key in enumerate(zip(*(cols[c] for c in points), strict=True)):
         groups[key].append(i)
     out = []
     for key in sorted(groups):
         idx = groups[key]
-        rec: dict[str, Any] = dict(zip(POINT_COLUMNS, key, strict=True))
+        rec: dict[str, Any] = dict(zip(points, key, strict=True))
         rec["count"] = len(idx)
-        for m in METRIC_COLUMNS:
+        for m in metrics:
             v = np.asarray([cols[m][i] for i in idx], dtype=float)
             std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
             rec[f"{m}_mean"] = float(v.mean())
@@ -108,22 +113,25 @@ def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
         lines += [f"## {exp}", "",
                   f"{len(recs)} parameter points, {sum(r['count'] for r in recs)} notifications. "
                   "Means per notification (± 95 % CI half-width where it is not 0).", ""]
-        hdr = ["strategy", "params", "topology", "receiver model", "payload B"] + HEADLINE
+        timed = "timed" in recs[0]
+        headline = HEADLINE + (TIMED_HEADLINE if timed else [])
+        hdr = (["strategy", "params", "topology", "receiver model", "payload B"]
+               + (["timed"] if timed else []) + headline)
         lines.append("| " + " | ".join(hdr) + " |")
         lines.append("|" + "---|" * len(hdr))
         for r in recs:
             cells = [r["strategy"], r["params"], r["topology"], r["receivers_model"],
-                     str(r["payload_bytes"])]
-            for m in HEADLINE:
+                     str(r["payload_bytes"])] + ([r["timed"]] if timed else [])
+            for m in headline:
                 mean, ci = r[f"{m}_mean"], r[f"{m}_ci95"]
                 cells.append(_fmt(mean) + (f" ± {_fmt(ci)}" if ci else ""))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-        varying = [c for c in ("topology", "payload_bytes")
-                   if len({r[c] for r in recs}) > 1]
+        varying = [c for c in ("topology", "payload_bytes", "timed")
+                   if c in recs[0] and len({r[c] for r in recs}) > 1]
         x_name, xs, rest = _x_axis({r["receivers_model"] for r in recs})
         if x_name is not None:
-            for metric in PLOTTED:
+            for metric in PLOTTED + (TIMED_HEADLINE[:3] if timed else []):
                 fig, ax = plt.subplots(figsize=(6.4, 4.2))
                 series: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
                 for r in recs:

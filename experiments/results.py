@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from experiments.schema import ROWS
+from experiments.schema import ROWS, TIMED_ROWS
 from experiments.spec import Cell
 from sim.seeds import canonical_json
 
@@ -54,7 +54,7 @@ def is_done(out: str | Path, cell: Cell) -> bool:
 
 def write_cell(out: str | Path, cell: Cell, table: pa.Table, spec_json: str = "") -> Path:
     """Atomically write one cell's rows (replacing an earlier copy of the same cell)."""
-    if table.schema != ROWS:
+    if table.schema not in (ROWS, TIMED_ROWS):
         table = table.cast(ROWS)
     meta = {"cell": canonical_json(cell.canonical()), "spec": spec_json, **provenance()}
     table = table.replace_schema_metadata({k: v.encode() for k, v in meta.items()})
@@ -66,11 +66,25 @@ def write_cell(out: str | Path, cell: Cell, table: pa.Table, spec_json: str = ""
     return path
 
 
+def dataset_schema(out: str | Path) -> pa.Schema:
+    """:data:`TIMED_ROWS` when every experiment under ``out`` is timed, else :data:`ROWS`.
+
+    One file per ``experiment=`` directory is inspected (an experiment is timed
+    or not as a whole); a mix of static and timed experiments reads the shared
+    :data:`ROWS` columns.
+    """
+    root = Path(out)
+    firsts = [next(d.rglob("cell-*.parquet"), None) for d in root.glob("experiment=*")]
+    firsts = [f for f in firsts if f is not None]
+    if not firsts:
+        raise FileNotFoundError(f"no results under {str(root)!r}")
+    timed = all("timed" in pq.read_schema(f).names for f in firsts)
+    return TIMED_ROWS if timed else ROWS
+
+
 def read_results(out: str | Path) -> pa.Table:
     """Every row under ``out`` (partition columns restored as strings)."""
     root = Path(out)
-    if not any(root.rglob("cell-*.parquet")):
-        raise FileNotFoundError(f"no results under {str(root)!r}")
     dataset = ds.dataset(root, format="parquet", partitioning="hive",
-                         schema=ROWS, exclude_invalid_files=True)
+                         schema=dataset_schema(root), exclude_invalid_files=True)
     return dataset.to_table()

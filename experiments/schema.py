@@ -134,3 +134,19 @@ TIMED_ROWS = pa.schema([
     pa.field("cell_occupancy", pa.string(), nullable=False),      # JSON: kind -> mean/peak
     pa.field("cell_events", pa.int64(), nullable=False),
 ])
+
+
+_ID_COLUMNS = ("cell_id", "seed", "run", "publisher")
+
+
+def point_columns(schema: pa.Schema) -> list[str]:
+    """Columns that identify a parameter point in ``schema`` (timed settings included)."""
+    return POINT_COLUMNS + (["timed"] if "timed" in schema.names else [])
+
+
+def metric_columns(schema: pa.Schema) -> list[str]:
+    """Numeric columns of ``schema`` worth aggregating (ids and point columns left out)."""
+    skip = set(point_columns(schema)) | set(_ID_COLUMNS)
+    return [f.name for f in schema if f.name not in skip
+            and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                 or pa.types.is_boolean(f.type))]

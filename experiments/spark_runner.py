@@ -71,8 +71,8 @@ from typing import Any
 import pyarrow as pa
 
 from experiments.cell_runner import run_cell
-from experiments.results import cell_path, is_done, write_cell
-from experiments.schema import METRIC_COLUMNS, POINT_COLUMNS, ROWS
+from experiments.results import cell_path, dataset_schema, is_done, write_cell
+from experiments.schema import ROWS, TIMED_ROWS, metric_columns, point_columns
 from experiments.spark_session import DEFAULT_MASTER, require_spark, spark_session
 from experiments.spec import Cell, ExperimentSpec
 from sim.seeds import canonical_json
@@ -341,30 +341,33 @@ def _results_root(results_dir: str | Path) -> Path:
 def read_results_spark(spark: Any, results_dir: str | Path) -> Any:
     """The results dataset as a DataFrame with the explicit :func:`spark_schema`."""
     root = _results_root(results_dir)
-    frame = spark.read.schema(spark_schema()).option("basePath", str(root)).parquet(str(root))
-    return frame.select(*ROWS.names)  # partition columns back in their ROWS position
+    schema = dataset_schema(root)
+    frame = spark.read.schema(spark_schema(schema)).option("basePath", str(root)).parquet(str(root))
+    return frame.select(*schema.names)  # partition columns back in their schema position
 
 
 def aggregate_frame(df: Any) -> list[dict[str, Any]]:
     """Per parameter point: count, mean, std (0 for n == 1) and 95 % CI half-width."""
     from pyspark.sql import functions as F
 
+    schema = TIMED_ROWS if "timed" in df.columns else ROWS
+    points, metrics = point_columns(schema), metric_columns(schema)
     n = F.count(F.lit(1))
     aggs = [n.alias("count")]
-    for m in METRIC_COLUMNS:
+    for m in metrics:
         std = F.when(n > 1, F.stddev_samp(F.col(m).cast("double"))).otherwise(F.lit(0.0))
         aggs += [F.avg(F.col(m).cast("double")).alias(f"{m}_mean"), std.alias(f"{m}_std"),
                  (F.lit(1.96) * std / F.sqrt(n.cast("double"))).alias(f"{m}_ci95")]
-    rows = df.groupBy(*POINT_COLUMNS).agg(*aggs).collect()
+    rows = df.groupBy(*points).agg(*aggs).collect()
     out = []
     for row in rows:
         rec = row.asDict()
         rec["count"] = int(rec["count"])
         rec["payload_bytes"] = int(rec["payload_bytes"])
-        out.append({k: rec[k] for k in [*POINT_COLUMNS, "count"]}
+        out.append({k: rec[k] for k in [*points, "count"]}
                    | {k: float(v) for k, v in rec.items()
-                      if k not in POINT_COLUMNS and k != "count"})
-    out.sort(key=lambda r: tuple(r[c] for c in POINT_COLUMNS))
+                      if k not in points and k != "count"})
+    out.sort(key=lambda r: tuple(r[c] for c in points))
     return out
 
 

@@ -105,6 +105,18 @@ class Cell:
         return stable_seed(["workload", self.topology, self.receivers, self.seed,
                             dict(self.links)])
 
+    def workload_seed_for(self, model: Any) -> int:
+        """The workload seed for receiver model ``model``.
+
+        Models whose parameters include a level that must not reseed the
+        workload (nested churn levels) name the parameters that fix it with
+        ``params.workload_key()``.
+        """
+        key = getattr(model.params, "workload_key", None)
+        if key is None:
+            return self.workload_seed
+        return stable_seed(["workload", self.topology, key(), self.seed, dict(self.links)])
+
     @property
     def params_json(self) -> str:
         return canonical_json(dict(self.params))

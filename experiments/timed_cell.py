@@ -39,7 +39,7 @@ from sim.control import ControlState
 from sim.controller import Controller
 from sim.packet import Notification
 from sim.receivers import Population, receiver_model
-from sim.seeds import canonical_json, child_rng, stable_seed
+from sim.seeds import canonical_json, child_rng
 from sim.static import DelayModel, run_notification
 from sim.timed_config import TimedSettings, settings_canonical, timed_settings
 from sim.timed_engine import NoteRecord, TimedEngine, TimedResult
@@ -60,15 +60,6 @@ def base_knowledge(population: Population, seed: int) -> Knowledge:
     extra: dict[str, Any] = {k: v for k, v in (("population", population), ("seed", seed))
                              if k in names}
     return Knowledge(**extra)
-
-
-def workload_seed(cell: Cell, model: Any) -> int:
-    """The cell's workload seed, as :func:`experiments.cell_runner.cell_rows` derives it
-    (models with ``workload_key`` fix it from those parameters only)."""
-    key = getattr(model.params, "workload_key", None)
-    if key is None:
-        return cell.workload_seed
-    return stable_seed(["workload", cell.topology, key(), cell.seed, dict(cell.links)])
 
 
 def _install(strategy: Strategy, topology: Topology, base: Knowledge,
@@ -98,7 +89,7 @@ def simulate_cell(cell: Cell, trace: bool = False
     topology = load_topology(cell.topology, links)
     strategy = make_strategy(cell.strategy, dict(cell.params))
     model = receiver_model(cell.receivers)
-    seed = workload_seed(cell, model)
+    seed = cell.workload_seed_for(model)
     population = model.population(topology, child_rng(seed, "population"))
     # Content populations (at/draw): events decide the receivers; the state is
     # installed from the subscriptions as they stand at the start.

@@ -107,13 +107,19 @@ def pass_plan(result: PipelineResult) -> PassPlan:
 class FifoServer:
     """A single FIFO server with an optional buffer (drop-tail).
 
-    Process ``_serve``: takes the head item, holds it for ``service(item)``
-    seconds, then calls ``done(item)``; items that arrive while ``buffer``
-    items are present (the one in service included) are refused. Occupancy
-    is tracked time-weighted.
+    Timing: the head item is held for ``service(item)`` seconds (one
+    ``env.timeout``), then ``done(item)`` is called and the next item starts
+    at once; an item offered to an idle server starts at the moment it is
+    offered. Items offered while ``buffer`` items are present (the one in
+    service included) are refused. Occupancy is tracked time-weighted.
+
+    The server is driven by the timeouts' callbacks rather than by a
+    generator process: the same schedule with half the events (no wake-up
+    event when an idle server gets work), which matters for the engine's
+    speed (``stackcast bench timed``).
     """
 
-    __slots__ = ("env", "queue", "buffer", "occupancy", "_wake", "name")
+    __slots__ = ("env", "queue", "buffer", "occupancy", "_busy", "name")
 
     def __init__(self, env: simpy.Environment, name: Any, buffer: int | None) -> None:
         self.env = env
@@ -121,8 +127,7 @@ class FifoServer:
         self.queue: deque[Any] = deque()
         self.buffer = buffer
         self.occupancy = TimeWeighted(t0=env.now)
-        self._wake: simpy.Event | None = None
-        env.process(self._serve())
+        self._busy = False
 
     def offer(self, item: Any) -> bool:
         """Enqueue ``item`` now; False (and nothing queued) when the buffer is full."""
@@ -131,10 +136,8 @@ class FifoServer:
             return False
         q.append(item)
         self.occupancy.set(self.env.now, len(q))
-        wake = self._wake
-        if wake is not None:
-            self._wake = None
-            wake.succeed()
+        if not self._busy:
+            self._start()
         return True
 
     def service(self, item: Any) -> float:
@@ -143,17 +146,19 @@ class FifoServer:
     def done(self, item: Any) -> None:
         raise NotImplementedError
 
-    def _serve(self) -> Any:
-        env, q = self.env, self.queue
-        while True:
-            if not q:
-                self._wake = env.event()
-                yield self._wake
-            item = q[0]
-            yield env.timeout(self.service(item))
-            q.popleft()
-            self.occupancy.set(env.now, len(q))
-            self.done(item)
+    def _start(self) -> None:
+        self._busy = True
+        self.env.timeout(self.service(self.queue[0])).callbacks.append(self._finish)
+
+    def _finish(self, _event: simpy.Event) -> None:
+        q = self.queue
+        item = q.popleft()
+        self.occupancy.set(self.env.now, len(q))
+        self.done(item)  # may offer more work to this server (it is still busy)
+        if q:
+            self._start()
+        else:
+            self._busy = False
 
 
 class EgressPort(FifoServer):

@@ -279,7 +279,7 @@ def field_order(conjs: Sequence[Conj], fields: Sequence[tuple[str, int]],
     tops = [(1 << w) - 1 for _, w in fields]
     consts = []
     for k in range(len(fields)):
-        s = set()
+        s: set[int] = set()
         for c in conjs:
             lo, hi = c[k]
             if (lo, hi) != (0, tops[k]):
@@ -389,8 +389,8 @@ def _entries_for(u: int, targets: list[tuple[int, int, int]]) -> list[FieldEntry
     freq: dict[int, int] = {}
     for _, _, v in targets:
         freq[v] = freq.get(v, 0) + 1
-    default = max(freq, key=lambda v: (freq[v], v == 1, -v))
-    if freq[default] < 2 and default != 1 and len(targets) > 1:
+    default: int | None = max(freq, key=lambda v: (freq[v], v == 1, -v))
+    if default is not None and freq[default] < 2 and default != 1 and len(targets) > 1:
         default = None
     out = []
     if default is not None and default != u:

@@ -100,8 +100,10 @@ class CamusParams(LatencyParams):
     ranges : str
         TCAM cost of range entries: ``native`` or ``expand`` to prefixes.
     max_entries : int
-        Cap on one switch's one-big-table closure (it explodes); above it the
-        build fails with a message.
+        Capacity of one switch's one-big-table (its closure explodes): the
+        overflow policy is to stop admitting filters once the table holds
+        more entries (the rest are dropped, so deliveries show the false
+        negatives); ``flow_limit`` reports the capacity.
     """
 
     policy: Literal["MR", "TR"] = "TR"
@@ -128,7 +130,7 @@ class SwitchLayer:
 
 def layers(topology: Topology, routing: TreeRouting) -> dict[str, SwitchLayer]:
     """Up/down structure: fat-tree roles if present, else the spanning tree."""
-    roles = {s: topology.node_attrs.get(s, {}).get("role") for s in topology.switches}
+    roles = {s: str(topology.node_attrs.get(s, {}).get("role")) for s in topology.switches}
     rank = {"core": 0, "aggregation": 1, "edge": 2}
     out: dict[str, SwitchLayer] = {}
     if all(r in rank for r in roles.values()):
@@ -137,7 +139,8 @@ def layers(topology: Topology, routing: TreeRouting) -> dict[str, SwitchLayer]:
             for s in topology.switches:
                 if roles[s] != layer:
                     continue
-                up, down = [], {}
+                up: list[int] = []
+                down: dict[int, frozenset[str]] = {}
                 for port, info in topology.ports(s).items():
                     nb = info.neighbor
                     if topology.is_host(nb):
@@ -157,10 +160,10 @@ def layers(topology: Topology, routing: TreeRouting) -> dict[str, SwitchLayer]:
         hosts_below[node] = acc
     for s in topology.switches:
         par = routing.parent.get(s)
-        up = (topology.port_to(s, par),) if par is not None else ()
-        down = {topology.port_to(s, c): frozenset(hosts_below[c])
-                for c in routing.children.get(s, ())}
-        out[s] = SwitchLayer(up, down)
+        out[s] = SwitchLayer(
+            (topology.port_to(s, par),) if par is not None else (),
+            {topology.port_to(s, c): frozenset(hosts_below[c])
+             for c in routing.children.get(s, ())})
     return out
 
 
@@ -176,12 +179,11 @@ class CamusBdd(ContentStrategy):
         super().__init__(params)
         self.groups = GroupAllocator()
         self._cache = SwitchConfigCache()
-        self._sources: dict[str, Any] = {}
         self.fields: tuple[tuple[str, int], ...] = (("a0", 32),)
         self.order: tuple[str, ...] = ("a0",)
         self.layout = PubsubLayout(1, self.params.value_bits)
         self.compiled: dict[str, Pipeline | int] = {}
-        self.recompiled = 0
+        self.overflowed: set[str] = set()
 
     def model(self) -> CamusDataPlane:
         return CamusDataPlane(self.order, tuple(n for n, _ in self.fields), self.layout)
@@ -223,17 +225,8 @@ class CamusBdd(ContentStrategy):
         for sw in topology.switches:
             rules = self.rules_for(topology, view, sw, lay[sw])
             key = (tuple(rules), lay[sw].up)
-            src = self._sources.get(sw)
-            if src is None or src[0] != key:
-                src = (key, len(self._sources) + self.recompiled)
-                self._sources[sw] = src
-                self.recompiled += 1
-
-            class _Src:
-                version = src[1]
-
             configs[sw] = self._cache.config(
-                sw, _Src, lambda b, sw=sw, rules=rules, up=lay[sw].up: self._fill(
+                sw, key, lambda b, sw=sw, rules=rules, up=lay[sw].up: self._fill(
                     b, sw, rules, up))
         return ControlState(switches=configs)
 
@@ -258,10 +251,11 @@ class CamusBdd(ContentStrategy):
         if p.table == "one-big-table":
             c = Container(redundancy_queue=False)
             for conj, label in rules:
+                if len(c.entries) > p.max_entries:
+                    self.overflowed.add(sw)  # overflow policy: later filters are dropped
+                    break
                 for port in sorted(label):
                     c.add(Box(conj), port)
-                if len(c.entries) > p.max_entries:
-                    raise ValueError(f"{sw}: one big table exceeds max_entries={p.max_entries}")
             prio = c.priorities("count")
             labels = {b: e.ports for b, e in c.entries.items()}
             self.compiled[sw] = len(labels)
@@ -327,3 +321,7 @@ class CamusBdd(ContentStrategy):
                                                       action_bits=sbits)
         stages = 1 if self.params.table == "one-big-table" else len(self.fields) + 1
         return state_cost(state, specs, lambda t: "query_" in t, stages, self.params.ranges)
+
+    def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
+        return {"flow_limit": self.params.max_entries if self.params.table == "one-big-table"
+                else 0}

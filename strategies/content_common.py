@@ -200,25 +200,28 @@ class GroupAllocator:
 
 
 class SwitchConfigCache:
-    """Reuses a switch's :class:`SwitchConfig` while its source object is unchanged.
+    """Reuses a switch's :class:`SwitchConfig` while its signature is unchanged.
 
-    ``source`` is the per-switch controller object (a Container, ...) with a
-    ``version`` attribute; an unchanged switch keeps the very same config
-    object, which keeps ``diff`` and the data-plane indexes cheap.
+    ``signature`` is any comparable value that changes whenever the switch's
+    controller-side source does (a Container's ``(id, version)``, a filter
+    set); an unchanged switch keeps the very same config object, which keeps
+    ``diff`` and the data-plane indexes cheap and counts a recompilation
+    only where one happened.
     """
 
     def __init__(self) -> None:
         self._configs: dict[str, tuple[Any, SwitchConfig]] = {}
+        self.rebuilt = 0
 
-    def config(self, switch: str, source: Any, fill: Any) -> SwitchConfig:
-        sig = (id(source), getattr(source, "version", None)) if source is not None else None
+    def config(self, switch: str, signature: Any, fill: Any) -> SwitchConfig:
         hit = self._configs.get(switch)
-        if hit is not None and hit[0] == sig and sig is not None:
+        if hit is not None and signature is not None and hit[0] == signature:
             return hit[1]
+        self.rebuilt += 1
         builder = StateBuilder()
         fill(builder)
         cfg = builder.build([switch]).switches[switch]
-        self._configs[switch] = (sig, cfg)
+        self._configs[switch] = (signature, cfg)
         return cfg
 
 

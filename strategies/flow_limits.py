@@ -149,7 +149,7 @@ class PrefixTable:
         return None
 
     def leaf_merge_points(self) -> list[str]:
-        out = []
+        out: list[str] = []
         keys = self.keys
         for i in range(len(keys) - 1):
             m = lcp(keys[i], keys[i + 1])

@@ -52,7 +52,7 @@ from strategies.content_common import (
     LatencyParams,
     SwitchConfigCache,
 )
-from strategies.range_boxes import Container, PriorityRule, base_flows
+from strategies.range_boxes import Container, PriorityRule, base_flows, container_signature
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
@@ -85,7 +85,7 @@ class KundelParams(LatencyParams):
     slots : int
         Value slots in the table key (0 = one per attribute).
     priority : str
-        Entry priority rule (``count``, ``volume`` or ``thesis``).
+        Entry priority rule (``count``, ``volume``, ``inverse-volume`` or ``thesis``).
     ranges : str
         TCAM cost: ``native`` range (BMv2) or ``expand`` to prefixes (LPM/TCAM).
     """
@@ -129,7 +129,8 @@ class KundelBase(ContentStrategy):
         flows = base_flows(view, self.routing_for(topology))
         for sw in topology.switches:
             want = {(box, egress) for box, egress, _ in flows.get(sw, ())}
-            c = self.containers.get(sw) or Container(redundancy_queue=False)
+            c = self.containers.get(sw) or Container(redundancy_queue=False,
+                                                     space_volume=view.space.volume)
             have = {v: k for k, v in c.bases.items()}
             for key, bid in list(have.items()):
                 if key not in want:
@@ -153,7 +154,7 @@ class KundelBase(ContentStrategy):
 
     def _state(self, topology: Topology) -> ControlState:
         return ControlState(switches={sw: self._cache.config(
-            sw, self.containers.get(sw),
+            sw, container_signature(self.containers.get(sw)),
             lambda b, sw=sw: self._fill(b, sw, self.containers.get(sw)))
             for sw in topology.switches})
 

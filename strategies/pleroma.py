@@ -45,7 +45,7 @@ seed 004 §2.3 (flow computation step 3); digest seed001-004 A1-A5, Part C.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sim.content import Event, Subscription
@@ -127,6 +127,11 @@ class PleromaParams(LatencyParams):
         Self-evaluated network FP rate that triggers a global run (0 = off).
     seed : int
         Root of the strategy's own random choices (baseline enforcer, windows).
+    algorithm : str
+        Shorthand for the evaluated combinations (seed 001 §6): ``baseline``
+        (local baseline), ``min-space`` (local MS), ``traffic`` / ``history``
+        (local MS plus the global optimizer); empty = use ``local`` and
+        ``global_cost`` as given.
     """
 
     encoding: Literal["ipv4", "ipv6"] = "ipv4"
@@ -144,6 +149,7 @@ class PleromaParams(LatencyParams):
     window: int = 1000
     self_eval: float = 0.0
     seed: int = 1
+    algorithm: Literal["", "baseline", "min-space", "traffic", "history"] = ""
 
     def __post_init__(self) -> None:
         LatencyParams.latency_model(self)
@@ -156,6 +162,17 @@ class PleromaParams(LatencyParams):
         check(0 < self.sampling <= 1, "sampling must be in (0, 1]")
         check(self.window >= 1, "window must be >= 1")
         check(0 <= self.self_eval <= 1, "self_eval must be in [0, 1]")
+
+    @property
+    def local_mode(self) -> Literal["baseline", "min-space"]:
+        return "baseline" if self.algorithm == "baseline" else (
+            "min-space" if self.algorithm else self.local)
+
+    @property
+    def global_mode(self) -> Literal["none", "traffic", "history"]:
+        if self.algorithm in ("traffic", "history"):
+            return self.algorithm  # type: ignore[return-value]
+        return "none" if self.algorithm else self.global_cost
 
     @property
     def effective_limit(self) -> int:
@@ -179,14 +196,16 @@ class PleromaModel:
     since_global: int = 0
     peak: int = 0
     global_runs: int = 0
-    unlimited_cache: Tables | None = None
+    unlimited_cache: Tables = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
 
     def unlimited(self) -> Tables:
-        if self.unlimited_cache is None:
-            self.unlimited_cache = {
-                sw: {port: normalize_flows({dz: set(c) for dz, c in flows.items() if c})
-                     for port, flows in per.items()}
-                for sw, per in self.logical.items()}
+        """The unlimited flow tables (recomputed for the switches changed since)."""
+        for sw in sorted(self.dirty):
+            self.unlimited_cache[sw] = {
+                port: normalize_flows({dz: set(c) for dz, c in flows.items() if c})
+                for port, flows in self.logical.get(sw, {}).items()}
+        self.dirty = set()
         return self.unlimited_cache
 
 
@@ -251,12 +270,12 @@ class PleromaDz(ContentStrategy):
                 continue
             self._add(model, topology, view, sub)
             model.since_global += 1
-            if p.global_every and p.effective_limit and p.global_cost != "none" \
+            if p.global_every and p.effective_limit and p.global_mode != "none" \
                     and model.since_global >= p.global_every:
                 self._global(model, optimizer)
-        if p.effective_limit and p.global_cost != "none" and not p.global_every:
+        if p.effective_limit and p.global_mode != "none" and not p.global_every:
             self._global(model, optimizer)
-        elif p.effective_limit and p.self_eval > 0 and p.global_cost != "none":
+        elif p.effective_limit and p.self_eval > 0 and p.global_mode != "none":
             rate = self_evaluate(model.physical, model.unlimited(), routing, view, model.length,
                                  dims, p.window, p.sampling,
                                  child_rng(p.seed, "pleroma-selfeval", view.version))
@@ -303,9 +322,9 @@ class PleromaDz(ContentStrategy):
                     count = sum(len(t) for t in tables.values())
                     model.peak = max(model.peak, count)
                     if limit and count > limit:
-                        enforce_local(tables, limit, p.local, self._rng, self.stats)
+                        enforce_local(tables, limit, p.local_mode, self._rng, self.stats)
         model.records[sub.sub_id] = recs
-        model.unlimited_cache = None
+        model.dirty.update(sw for sw, _, _, _ in recs)
 
     def _remove(self, model: PleromaModel, sid: int) -> set[tuple[str, int]]:
         touched = set()
@@ -319,7 +338,7 @@ class PleromaDz(ContentStrategy):
             touched.add((sw, inp))
         del model.subs[sid]
         model.sub_dz.pop(sid, None)
-        model.unlimited_cache = None
+        model.dirty.update(sw for sw, _ in touched)
         return touched
 
     def _trim(self, model: PleromaModel, touched: set[tuple[str, int]]) -> None:

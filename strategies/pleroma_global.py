@@ -76,7 +76,7 @@ class GlobalOptimizer:
         current: Tables = {s: {i: t.copy() for i, t in unlimited[s].items()} for s in switches}
         adv = {pub: self._adv(pub, length) for pub in pubs}
         events: dict[str, list[str]] = {}
-        if p.global_cost == "history":
+        if p.global_mode == "history":
             n = max(1, round(p.window * p.sampling))
             for pub in pubs:
                 evs = self.view.event_window(pub, n, self.rng)
@@ -112,7 +112,7 @@ class GlobalOptimizer:
                 by_port.setdefault(topo.port_to(s, nodes[-2]), []).append(PathInfo(
                     space, adv[pub], float(p.window), evs, p.sampling))
             links = {port: self.routing.links_behind(s, port) for port in topo.ports(s)}
-            kind = traffic_cost if p.global_cost == "traffic" else history_cost
+            kind = traffic_cost if p.global_mode == "traffic" else history_cost
 
             def cost(port: int, t: PrefixTable, node: str, block: Sequence[str],
                      by_port: dict[int, list[PathInfo]] = by_port,

@@ -14,7 +14,10 @@ controller's mirror of the switch table:
   construction;
 - priorities (``priority``): ``volume`` (default, the digest's
   recommendation: rank by box volume, smaller volume = higher priority,
-  strictly increasing along containment), ``count`` (number of base flows
+  strictly increasing along containment), ``inverse-volume`` (space volume
+  minus box volume plus 1: the same order, but a function of the box alone,
+  so churn does not rewrite the other entries' priorities; needs a space of
+  at most 2^31 points, P4Runtime priorities being int32), ``count`` (number of base flows
   containing the box, seed 002's construction) or ``thesis`` (1 + the
   number of containing entries with base flows; a pure overlap gets 1 + the
   highest priority of the entries containing it, a superset of its causes);
@@ -71,7 +74,7 @@ from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
 
-PriorityRule = Literal["volume", "count", "thesis"]
+PriorityRule = Literal["volume", "inverse-volume", "count", "thesis"]
 GROUP_MAC = 0x01_00_5E_7F_FF_FA  # all range-filter events use one group MAC
 
 
@@ -94,8 +97,8 @@ class BoxEntry:
         return sum(self.port_count.values())
 
 
-def _bounds_arrays(boxes: list[Box]) -> tuple[np.ndarray, np.ndarray]:
-    d = len(boxes[0].bounds) if boxes else 0
+def _bounds_arrays(boxes: list[Box], d: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    d = len(boxes[0].bounds) if boxes else d
     b = np.asarray([x.bounds for x in boxes], dtype=np.int64).reshape(len(boxes), d, 2)
     return b[:, :, 0], b[:, :, 1]
 
@@ -112,8 +115,9 @@ class Container:
     leaves the closure of the remaining base flows.
     """
 
-    def __init__(self, redundancy_queue: bool = True) -> None:
+    def __init__(self, redundancy_queue: bool = True, space_volume: int = 1 << 30) -> None:
         self.redundancy_queue = redundancy_queue
+        self.space_volume = space_volume  # points of the event space (inverse-volume rule)
         self.bases: dict[int, tuple[Box, int]] = {}   # id -> (box, port), all registered
         self.active: set[int] = set()
         self.queue: set[int] = set()
@@ -164,9 +168,9 @@ class Container:
             self._arrays = (boxes, *_bounds_arrays(boxes))
         return self._arrays
 
-    def _base_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _base_arrays(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ids = sorted(self.active)
-        lo, hi = _bounds_arrays([self.bases[i][0] for i in ids])
+        lo, hi = _bounds_arrays([self.bases[i][0] for i in ids], d)
         return lo, hi, np.asarray([self.bases[i][1] for i in ids], dtype=np.int64)
 
     def _activate(self, bid: int) -> None:
@@ -191,14 +195,14 @@ class Container:
                 pc = self.entries[boxes[i]].port_count
                 pc[port] = pc.get(port, 0) + 1
         if fresh:
-            blo, bhi, bports = self._base_arrays()
+            blo, bhi, bports = self._base_arrays(len(box.bounds))
             for o in dict.fromkeys(fresh):
                 olo, ohi = _bounds_arrays([o])
                 holders = np.all((blo <= olo) & (bhi >= ohi), axis=1)
-                pc: dict[int, int] = {}
+                counts: dict[int, int] = {}
                 for q in bports[holders].tolist():
-                    pc[q] = pc.get(q, 0) + 1
-                self.entries[o] = BoxEntry(o, pc, 1 if o == box else 0)
+                    counts[q] = counts.get(q, 0) + 1
+                self.entries[o] = BoxEntry(o, counts, 1 if o == box else 0)
             self._arrays = None
 
     def _deactivate(self, bid: int) -> None:
@@ -212,7 +216,7 @@ class Container:
             return
         lo, hi = _bounds_arrays([box])
         inside = np.flatnonzero(np.all((elo >= lo) & (ehi <= hi), axis=1))
-        blo, bhi, _ = self._base_arrays()
+        blo, bhi, _ = self._base_arrays(len(box.bounds))
         dropped = False
         for i in inside:
             e = self.entries[boxes[i]]
@@ -236,6 +240,12 @@ class Container:
             vols = sorted({b.volume for b in boxes}, reverse=True)
             rank = {v: i + 1 for i, v in enumerate(vols)}
             return {b: rank[b.volume] for b in boxes}
+        if rule == "inverse-volume":  # a function of the box alone: stable under churn
+            out = {b: self.space_volume - b.volume + 1 for b in boxes}
+            if out and max(out.values()) >= 1 << 31:
+                raise ValueError("inverse-volume priorities need a space of at most 2^31 points "
+                                 "(P4Runtime priorities are int32); use priority=volume")
+            return out
         if rule == "count":
             return {b: self.entries[b].covering for b in boxes}
         out: dict[Box, int] = {}
@@ -259,6 +269,11 @@ class Container:
     def wanted(self, event: Event) -> frozenset[int]:
         """Ground truth: ports of all registered base flows containing ``event``."""
         return frozenset(p for b, p in self.bases.values() if b.contains(event))
+
+
+def container_signature(c: Container | None) -> tuple[int, int] | None:
+    """Signature of a container's state for :class:`SwitchConfigCache`."""
+    return None if c is None else (id(c), c.version)
 
 
 def closure_entries(bases: Iterable[tuple[Box, int]], redundancy_queue: bool = False
@@ -345,7 +360,7 @@ class RangeBoxes(ContentStrategy):
             want: dict[tuple[Box, int], int] = {}
             for box, egress, _ in flows.get(sw, ()):
                 want[(box, egress)] = want.get((box, egress), 0) + 1
-            c = self.containers.get(sw) or Container(p.redundancy_queue)
+            c = self.containers.get(sw) or Container(p.redundancy_queue, view.space.volume)
             have = {v: k for k, v in c.bases.items()}  # one base per (box, port)
             for key, bid in list(have.items()):
                 if key not in want:
@@ -358,7 +373,8 @@ class RangeBoxes(ContentStrategy):
 
     def _state(self, topology: Topology, containers: Mapping[str, Container]) -> ControlState:
         return ControlState(switches={sw: self._cache.config(
-            sw, containers.get(sw), lambda b, sw=sw: self._fill(b, sw, containers.get(sw)))
+            sw, container_signature(containers.get(sw)),
+            lambda b, sw=sw: self._fill(b, sw, containers.get(sw)))
             for sw in topology.switches})
 
     def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:

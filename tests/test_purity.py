@@ -7,7 +7,8 @@ import sys
 
 PURE = ["topologies", "topologies.specs", "strategies.base", "strategies.catalog",
         "sim.control", "sim.dataplane", "sim.dataplanes", "sim.static", "sim.trees",
-        "sim.receivers", "sim.packet"]
+        "sim.receivers", "sim.packet", "sim.timed_config", "sim.capacity",
+        "sim.timed_metrics"]
 HEAVY = ["simpy", "pyspark", "scapy", "p4runtime_sh"]
 
 

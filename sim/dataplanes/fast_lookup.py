@@ -59,7 +59,7 @@ class _Index:
         k = np.asarray(key, dtype=self.lo.dtype)
         ok_range = (self.lo <= k) & (k <= self.hi)
         ok_tern = (k & self.mask) == self.value
-        ok = np.where(self.is_range, ok_range, ok_tern).all(axis=1)
+        ok = np.asarray(np.where(self.is_range, ok_range, ok_tern).all(axis=1))
         i = int(np.argmax(ok))
         return self.entries[i] if ok[i] else None
 

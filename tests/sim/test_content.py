@@ -127,3 +127,23 @@ def test_content_model_validates_its_parameters() -> None:
         receiver_model("content:dims=2,preds=3")
     with pytest.raises(SpecError, match="dist"):
         receiver_model("content:dist=gauss")
+
+
+def test_cell_runner_feeds_events_versions_and_extra_metrics() -> None:
+    from experiments.cell_runner import cell_rows
+    from experiments.schema import EXTRA_COLUMNS, ROWS
+    from experiments.spec import parse_spec_dict
+
+    spec = parse_spec_dict({
+        "experiment": {"name": "ct", "notifications": 6, "seeds": [1]},
+        "grid": {"topology": ["fattree:k=4"], "strategy": ["range-boxes", "switch-bitmask"],
+                 "receivers": ["content:subs=12,publishers=2,dims=2,bits=8,churn=1"]}})
+    for cell in spec.cells():
+        rows = cell_rows(cell)
+        assert [set(r) for r in rows] == [set(ROWS.names)] * 6
+        assert all(r["false_negatives"] == 0 for r in rows)
+        if cell.strategy == "range-boxes":
+            assert rows[0]["flows_max"] > 0 and rows[0]["controller_wall_ms"] > 0
+            assert sum(r["control_writes"] for r in rows[1:]) > 0  # churn rewrites tables
+        else:
+            assert all(r[k] == v for r in rows for k, v in EXTRA_COLUMNS.items())
