@@ -10,8 +10,9 @@ Passes. When the model records a pass trace (``pass_parents``), every pass
 is a job that becomes ready when the pass that spawned it (its recirculation
 or the pass that cloned it) completes, and then queues for the pipeline
 together with arriving frames (FIFO, one pass at a time per pipeline). A
-copy leaves after the pass ``Emit.after_pass``. Without a trace (families
-that do not record one yet) the packet's ``passes`` run as one sequential
+copy leaves after the pass ``Emit.after_pass``. Every built-in label-stack
+family records one; without a trace (the content filters, which never
+recirculate, and third-party models) the packet's ``passes`` run as one sequential
 chain and each copy leaves after pass number ``Emit.depth`` of that chain:
 the pipeline work and the zero-load departure times are exact, only the
 interleaving of sibling clones under load is approximated

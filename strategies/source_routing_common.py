@@ -136,6 +136,11 @@ def check_ports(topology: Topology, limit: int, what: str) -> None:
 # -- control-plane rules ---------------------------------------------------
 
 
+#: ``check_bitmask`` priorities (higher wins; P4Runtime needs >= 1 for ternary tables).
+BITMASK_FORWARD_PRIORITY = 2
+BITMASK_DROP_PRIORITY = 1
+
+
 @lru_cache(maxsize=32)
 def read_entry_rules(size: int) -> tuple[TableEntry, ...]:
     """``read_entry``: one exact rule per stack index (Listing 3.5), shared by all switches."""
@@ -153,17 +158,20 @@ def own_rule(table: str, key: Sequence[tuple[str, int]], action: str,
 def check_bitmask_rules(ports: Iterable[int]) -> tuple[TableEntry, ...]:
     """``check_bitmask``: "lowest set bit = port i" -> ``forward_pkt(i, 2^(i-1))``, else drop.
 
-    Bit ``i - 1`` (LSB first) stands for port ``i``. The rules are mutually
-    exclusive; a catch-all ``drop_original`` (priority 0) ends the original
-    when no servable bit is left (Listing 3.6).
+    Bit ``i - 1`` (LSB first) stands for port ``i``. The port rules are
+    mutually exclusive (priority :data:`BITMASK_FORWARD_PRIORITY`); a
+    catch-all ``drop_original`` (:data:`BITMASK_DROP_PRIORITY`, lower, so it
+    only matches what no port rule does) ends the original when no servable
+    bit is left (Listing 3.6). Both priorities are >= 1: P4Runtime rejects
+    priority 0 in tables with a ternary field.
     """
     rules = [TableEntry(table=CHECK_BITMASK,
                         match=((KEY_ENTRY_VALUE, Ternary(1 << (p - 1), (1 << p) - 1)),),
                         action=FORWARD_PKT, params=(("clone_port", p), ("bit_pos", 1 << (p - 1))),
-                        priority=1)
+                        priority=BITMASK_FORWARD_PRIORITY)
              for p in sorted(ports)]
     rules.append(TableEntry(table=CHECK_BITMASK, match=((KEY_ENTRY_VALUE, Ternary(0, 0)),),
-                            action=DROP_ORIGINAL, priority=0))
+                            action=DROP_ORIGINAL, priority=BITMASK_DROP_PRIORITY))
     return tuple(rules)
 
 

@@ -7,8 +7,9 @@ bytes at the thesis widths (8-bit id, 16-bit mask).
 
 Rules per switch, independent of subscriptions: ``MyIngress.check_dev``
 (own id), ``MyIngress.check_bitmask`` (one ternary rule "lowest set bit =
-port i" -> ``forward_pkt(i, 2^(i-1))`` per port, plus a catch-all
-``drop_original``) and one clone session per port. Pruning is reactive: a
+port i" -> ``forward_pkt(i, 2^(i-1))`` per port at priority 2, plus a
+catch-all ``drop_original`` at priority 1; P4Runtime wants ternary
+priorities >= 1) and one clone session per port. Pruning is reactive: a
 clone pops the switch's own entry and keeps the entries of later subtrees;
 a switch pops foreign entries until it finds its own (the digest's [BUG]
 fix, §3.3). Recirculations at switch v: ``q_v + m_v - 1`` (q_v foreign

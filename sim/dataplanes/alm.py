@@ -23,6 +23,8 @@ ternary):
 - a miss in both drops the frame.
 
 One pass; one or two ingress lookups plus one egress lookup per replica.
+Pass trace: the single pass ``(-1,)``; every copy (the forwarded frame or
+each PRE replica) leaves after it (``after_pass`` 0, ``depth`` 1).
 
 References
 ----------
@@ -39,6 +41,8 @@ from sim.packet import Packet
 GROUP_TABLE = "MyIngress.broker_group"
 EGRESS_TABLE = "MyEgress.replica_dst"
 SET_DST = "MyEgress.set_dst"
+#: The pass trace of every packet: one pass, begun on arrival.
+ONE_PASS = (-1,)
 
 __all__ = ["EGRESS_TABLE", "FORWARD", "GROUP_TABLE", "MULTICAST", "SET_DST", "TABLE",
            "AlmDataPlane"]
@@ -55,12 +59,14 @@ class AlmDataPlane:
         lookups = 1
         if entry is not None and entry.action == FORWARD:
             return PipelineResult(passes=1, recirculations=0, lookups=1,
-                                  emitted=(Emit(entry.param("port"), packet),))
+                                  emitted=(Emit(entry.param("port"), packet, 1, 0),),
+                                  pass_parents=ONE_PASS)
         if entry is None:
             entry = config.lookup(GROUP_TABLE, packet.dst_mac)
             lookups = 2
         if entry is None:
-            return PipelineResult(passes=1, recirculations=0, lookups=2, emitted=(), dropped=1)
+            return PipelineResult(passes=1, recirculations=0, lookups=2, emitted=(), dropped=1,
+                                  pass_parents=ONE_PASS)
         if entry.action != MULTICAST:
             raise LookupError(f"{switch}: unknown action {entry.action} in {entry.table}")
         group = config.multicast_groups.get(entry.param("group"))
@@ -73,9 +79,9 @@ class AlmDataPlane:
             if rewrite is not None:
                 copy = Packet(rewrite.param("mac"), packet.src_mac, packet.ethertype,
                               packet.header, packet.payload)
-            emitted.append(Emit(port, copy))
+            emitted.append(Emit(port, copy, 1, 0))
         return PipelineResult(passes=1, recirculations=0, lookups=lookups + len(group.replicas),
-                              emitted=tuple(emitted))
+                              emitted=tuple(emitted), pass_parents=ONE_PASS)
 
 
 DATAPLANES.add(AlmDataPlane.name, AlmDataPlane())

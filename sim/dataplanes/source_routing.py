@@ -31,6 +31,9 @@ table                 key (all exact but noted)      actions (params)           
                       ``meta.subset_index``          last)``                          c > 1
 ====================  =============================  ===============================  ========
 
+``check_bitmask`` priorities: port rules 2, the catch-all ``drop_original``
+1 (higher wins; P4Runtime needs >= 1 in a table with a ternary key).
+
 Clone sessions: session ``p`` clones to port ``p`` (one per port);
 :data:`CONTINUE_SESSION` (512, just above the 9-bit port space) is the
 continuation copy that keeps scanning after a multicast replaced the
@@ -54,7 +57,8 @@ egress of its creation pass; under predictive pruning it then recirculates,
 skipping (``num_seen_labels++``) entries until one carries its switch id and
 deleting from there on (``delete_flag``), one entry per pass (Listing 3.3).
 ``passes`` counts ingress executions (1 + recirculations); ``Emit.depth``
-is the pass index at which the copy left. Exhausted originals are dropped in
+is the number of passes on the copy's chain (its creation pass's number on
+the original's chain plus its own recirculations). Exhausted originals are dropped in
 the egress of their last pass (``mark_to_drop``; the P4_14 listings leave
 this to an extra pass, digest §7.8). Closed forms at switch ``v`` (L_v
 arriving entries, own entries at positions p_j, q_v foreign entries above
@@ -64,6 +68,17 @@ the own one, m_v set bits, c subsets): port predictive
 ``circulations_simplified`` is the thesis's count, "equal to the number of
 switch ports to be used for forwarding" (§3.3.3): own-entry forwarding
 actions (port, bitmask, mixed) or own-entry passes (mcgroup: 1, or c).
+
+Pass trace (``PipelineResult.pass_parents``): each pass's parent is the
+pass that spawned it - the original's (or its continuation copy's) previous
+pass, the pass that made a copy (I2E clone or PRE replica) for the copy's
+first post-processing recirculation, the copy's previous pass after that.
+Passes are numbered in the order the model runs them: a copy's
+post-processing passes right after the pass that made it, before the
+original's next pass (so a timed engine queues them first). A copy leaves
+after its last pass (``Emit.after_pass``), which for reactive copies is the
+pass that made it; the chain from there back to the arrival pass is
+``Emit.depth`` passes long.
 
 References
 ----------
@@ -141,16 +156,22 @@ class _Run:
     lookups: int = 0
     dropped: int = 0
     simplified: int = 0
-    emits: list[tuple[int, int, int, list[StackEntry]]] = field(default_factory=list)
+    #: (depth, creation order, port, stack, index of the pass it leaves after)
+    emits: list[tuple[int, int, int, list[StackEntry], int]] = field(default_factory=list)
+    #: the pass trace: parents[j] = the pass that spawned pass j (-1: arrival)
+    parents: list[int] = field(default_factory=list)
 
     def apply(self, table: str, *key: int) -> TableEntry | None:
         self.lookups += 1
         return self.config.lookup(table, *key)
 
-    def new_pass(self, first: bool) -> None:
+    def new_pass(self, parent: int) -> int:
+        """Start a pass spawned by pass ``parent`` (-1: the arrival); its index."""
         self.passes += 1
-        if not first:
+        if parent >= 0:
             self.recirculations += 1
+        self.parents.append(parent)
+        return len(self.parents) - 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,7 +236,8 @@ class SourceRoutingDataPlane:
             limit = self.layout.max_entries if self.stack_size is None else self.stack_size
             ok = ok and 0 < len(entries) <= limit
         if not ok:  # parser reject or empty stack: the ingress drops it
-            return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
+            return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1,
+                                  pass_parents=(-1,))
         stack = list(entries)
         if self.kind == "bitmask":
             self._bitmask(run, stack)
@@ -226,24 +248,27 @@ class SourceRoutingDataPlane:
         payload = body[used:]
         emitted = tuple(
             Emit(port, Packet(packet.dst_mac, packet.src_mac, packet.ethertype,
-                              encode_stack(st, self.layout), payload), depth)
-            for depth, _, port, st in sorted(run.emits, key=lambda e: (e[0], e[1])))
+                              encode_stack(st, self.layout), payload), depth, after)
+            for depth, _, port, st, after in sorted(run.emits, key=lambda e: (e[0], e[1])))
         return PipelineResult(passes=run.passes, recirculations=run.recirculations,
                               lookups=run.lookups, emitted=emitted, dropped=run.dropped,
-                              circulations_simplified=run.simplified)
+                              circulations_simplified=run.simplified,
+                              pass_parents=tuple(run.parents))
 
     # -- copies ------------------------------------------------------------
     def _copy(self, run: _Run, port: int | None, stack: list[StackEntry], depth: int,
-              predictive: bool) -> None:
-        """A copy created in pass ``depth`` with ``stack`` (creating entry on top)."""
+              made_in: int, predictive: bool) -> None:
+        """A copy created in pass ``made_in`` (number ``depth`` on its chain) with ``stack``
+        (creating entry on top); its post-processing passes descend from ``made_in``."""
         if port is None:  # clone session or multicast group not installed: no copy
             return
         st = stack[1:]  # egress of the creation pass pops the creating entry
+        last = made_in
         if predictive:
             seen, delete = 0, False
             while len(st) > seen:  # recirculate while unseen entries remain
                 depth += 1
-                run.new_pass(first=False)
+                last = run.new_pass(last)
                 index = self._read_entry(run, seen)
                 if index is None or index >= len(st):
                     run.dropped += 1
@@ -255,7 +280,7 @@ class SourceRoutingDataPlane:
                     del st[index]
                 else:
                     seen += 1
-        run.emits.append((depth, len(run.emits), port, st))
+        run.emits.append((depth, len(run.emits), port, st, last))
 
     def _session_port(self, run: _Run, session: int) -> int | None:
         s = run.config.clone_sessions.get(session)
@@ -277,10 +302,10 @@ class SourceRoutingDataPlane:
 
     # -- port / mixed: the original scans the whole stack --------------------
     def _scan(self, run: _Run, stack: list[StackEntry]) -> None:
-        depth = 0
+        depth, cur = 0, -1  # the original (or its continuation copy): one chain of passes
         while True:
             depth += 1
-            run.new_pass(first=depth == 1)
+            cur = run.new_pass(cur)
             index = self._read_entry(run, 0)
             if index is None or index >= len(stack):
                 run.dropped += 1
@@ -293,20 +318,21 @@ class SourceRoutingDataPlane:
                 if action in (OWN_ENTRY, OWN_PORT_ENTRY):
                     run.simplified += 1
                     self._copy(run, self._session_port(run, entry.value), list(stack), depth,
-                               self._predictive(TAG_PORT))
+                               cur, self._predictive(TAG_PORT))
                 elif action == OWN_BITMASK_ENTRY:
                     rule = run.apply(CHECK_BITMASK, entry.value)
                     if rule is not None and rule.action == FORWARD_PKT:
                         run.simplified += 1
                         self._copy(run, self._session_port(run, rule.param("clone_port")),
-                                   list(stack), depth, self._predictive(TAG_BITMASK))
+                                   list(stack), depth, cur, self._predictive(TAG_BITMASK))
                         stack[index] = replace(entry, value=entry.value - rule.param("bit_pos"))
                         pop = stack[index].value == 0
                 elif action == OWN_MCGROUP_ENTRY:
                     run.simplified += 1
                     group = run.config.multicast_groups.get(entry.value)
                     for port in group.ports if group is not None else ():
-                        self._copy(run, port, list(stack), depth, self._predictive(TAG_MCGROUP))
+                        self._copy(run, port, list(stack), depth, cur,
+                                   self._predictive(TAG_MCGROUP))
                     if len(stack) == 1:
                         return  # the replicas replaced the original; nothing left to scan
                     if self._session_port(run, CONTINUE_SESSION) is None:
@@ -321,10 +347,10 @@ class SourceRoutingDataPlane:
 
     # -- bitmask: pop foreign entries, then one clone per set bit -----------
     def _bitmask(self, run: _Run, stack: list[StackEntry]) -> None:
-        depth = 0
+        depth, cur = 0, -1
         while True:
             depth += 1
-            run.new_pass(first=depth == 1)
+            cur = run.new_pass(cur)
             entry = stack[0]
             if run.apply(CHECK_DEV, entry.switch_id) is None:
                 del stack[0]  # foreign entry: pop (digest [BUG] fix) and go on
@@ -338,7 +364,7 @@ class SourceRoutingDataPlane:
                 return
             run.simplified += 1
             self._copy(run, self._session_port(run, rule.param("clone_port")), list(stack),
-                       depth, predictive=False)
+                       depth, cur, predictive=False)
             stack[0] = replace(entry, value=entry.value - rule.param("bit_pos"))
             if stack[0].value == 0:
                 run.dropped += 1  # all bits served: the original is discarded
@@ -346,10 +372,10 @@ class SourceRoutingDataPlane:
 
     # -- mc-group: pop foreign entries, then one multicast per subset -------
     def _mcgroup(self, run: _Run, stack: list[StackEntry]) -> None:
-        depth, subset = 0, 0
+        depth, subset, cur = 0, 0, -1
         while True:
             depth += 1
-            run.new_pass(first=depth == 1)
+            cur = run.new_pass(cur)
             entry = stack[0]
             if self.mc_subsets == 1:
                 hit = run.apply(MULTICAST_FORWARD, entry.switch_id)
@@ -372,7 +398,7 @@ class SourceRoutingDataPlane:
             if grp:
                 group = run.config.multicast_groups.get(grp)
                 for port in group.ports if group is not None else ():
-                    self._copy(run, port, list(stack), depth, predictive=False)
+                    self._copy(run, port, list(stack), depth, cur, predictive=False)
             if last:
                 if not grp:
                     run.dropped += 1

@@ -34,7 +34,7 @@ load_builtin_strategies()
 #: relations run on FABRIC with a frequency population, content filters on
 #: events of a content population).
 NEEDS_SPECIAL_KNOWLEDGE: dict[str, str] = {}
-TRACED_FAMILIES = ("l2", "neighbor_labels", "virtual_tree")
+TRACED_FAMILIES = ("l2", "neighbor_labels", "virtual_tree", "source_routing", "alm")
 FABRIC = "fabric:pods=2,racks=2,hosts=2,planes=2,spines=2"
 CONTENT = "content:subs=20,dims=2"
 
