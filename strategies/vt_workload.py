@@ -43,6 +43,7 @@ from sim.seeds import child_rng
 from strategies.base import Knowledge, register_strategy
 from strategies.vt_arbitrary import (
     ArbitraryParams,
+    PartitionsParams,
     hub_region_candidates,
     round_robin,
     steiner_candidate,
@@ -120,21 +121,8 @@ class FreqRelation(Relation):
     summary = "one Steiner VT per publisher and its subscribers >= 30 % frequency (ch. 6)"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClustersParams(ArbitraryParams):
-    """:class:`ArbitraryParams` plus
-
-    Parameters
-    ----------
-    backbone_max : int
-        Backbone VTs (hub subsets) at most.
-    """
-
-    backbone_max: int = 32
-
-    def __post_init__(self) -> None:
-        validate_arbitrary(self)
-        check(self.backbone_max >= 0, "backbone_max must be >= 0")
+# Clusters take the same knobs as partitions (hub subsets on a backbone).
+ClustersParams = PartitionsParams
 
 
 def _view_or_none(knowledge: Knowledge, name: str) -> ControllerView | None:
