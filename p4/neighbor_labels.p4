@@ -214,12 +214,20 @@ control MyIngress(inout headers hdr,
         }
         act_read_entry();   /* the original always has num_seen_labels == 0: the top */
 
+        /* BMv2 applies each table at one place in the control flow */
+        bool hit = false;
+        if (meta.kind == KIND_NODE) {
+            if (meta.is_clone == 0 || meta.trimming == 0) {
+                hit = check_neighbor.apply().hit;
+            }
+        } else {
+            hit = check_dest.apply().hit;
+        }
+
         if (meta.is_clone == 1) {
             if (meta.kind == KIND_NODE) {
-                if (meta.trimming == 0) {
-                    if (check_neighbor.apply().hit) {
-                        meta.trimming = 1;     /* next neighbour's subtree starts */
-                    }
+                if (hit) {
+                    meta.trimming = 1;         /* next neighbour's subtree starts */
                 }
                 if (meta.trimming == 1) {
                     remove_entry();
@@ -227,7 +235,7 @@ control MyIngress(inout headers hdr,
                     meta.num_seen_labels = meta.num_seen_labels + 1;
                 }
             } else {
-                if (check_dest.apply().hit && meta.port == meta.dest_port) {
+                if (hit && meta.port == meta.dest_port) {
                     meta.num_seen_labels = meta.num_seen_labels + 1;
                 } else {
                     remove_entry();
@@ -242,19 +250,17 @@ control MyIngress(inout headers hdr,
 
         /* the original */
         if (meta.kind == KIND_NODE) {
-            if (check_neighbor.apply().hit && meta.port != meta.in_port) {
+            if (hit && meta.port != meta.in_port) {
                 meta.clone_port = meta.port;
                 clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.port, CLONE_FL);
             }
-        } else {
-            if (check_dest.apply().hit) {
-                portMask_t bit_p = (portMask_t)1 << (bit<8>)(meta.port - 1);
-                if ((meta.served_ports & bit_p) == 0 && meta.port != meta.in_port) {
-                    meta.served_ports = meta.served_ports | bit_p;
-                    meta.dest_port = meta.port;
-                    meta.clone_port = meta.port;
-                    clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.port, CLONE_FL);
-                }
+        } else if (hit) {
+            portMask_t bit_p = (portMask_t)1 << (bit<8>)(meta.port - 1);
+            if ((meta.served_ports & bit_p) == 0 && meta.port != meta.in_port) {
+                meta.served_ports = meta.served_ports | bit_p;
+                meta.dest_port = meta.port;
+                meta.clone_port = meta.port;
+                clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.port, CLONE_FL);
             }
         }
         if (hdr.size.num_entries == 1) {

@@ -362,15 +362,17 @@ control MyIngress(inout headers hdr,
 #endif
 
 #if defined(SR_KIND_MCGROUP)
-    action do_multicast() {
-        meta.mc_mask = ~(value_t)0;
-        meta.mc_last = 1;
-    }
-
+#  ifdef SR_MC_SUBSETS
     action do_multicast_subset(value_t mask, bit<1> last) {
         meta.mc_mask = mask;
         meta.mc_last = last;
     }
+#  else
+    action do_multicast() {
+        meta.mc_mask = ~(value_t)0;
+        meta.mc_last = 1;
+    }
+#  endif
 
     table multicast_forward {
         key = {
@@ -411,9 +413,10 @@ control MyIngress(inout headers hdr,
             drop();
             return;
         }
+        check_entry.apply();                 /* BMv2: one apply site per table */
         if (meta.is_copy == 1) {
             /* predictive copy: skip until an own entry, then delete */
-            if (check_entry.apply().hit) {
+            if (meta.own != OWN_NONE) {
                 meta.delete_flag = 1;
             }
             if (meta.delete_flag == 1) {
@@ -427,7 +430,6 @@ control MyIngress(inout headers hdr,
             }
             return;
         }
-        check_entry.apply();
         if (meta.own == OWN_PORT) {
             meta.clone_role = ROLE_COPY;
             meta.copy_predictive = PRED_PORT;

@@ -78,7 +78,6 @@ const etherType_t ETHERTYPE_STACK = 0x9999;
 /* v1model standard_metadata.instance_type values (BMv2 simple_switch) */
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
-const bit<32> PKT_INSTANCE_TYPE_RECIRC        = 4;
 const bit<32> PKT_INSTANCE_TYPE_REPLICATION   = 5;
 
 /* field-list ids of @field_list annotations */

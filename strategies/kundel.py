@@ -124,6 +124,9 @@ class KundelBase(ContentStrategy):
         check(view.space.d <= self.params.n_max, "more attributes than n_max")
         check(max(view.space.bits) <= 32, "seed 002 values are 32 bit")
         self.nslots = self.params.slots or view.space.d
+        check(self.params.priority != "inverse-volume" or view.space.volume < 1 << 31,
+              "priority=inverse-volume needs an event space of fewer than 2^31 points "
+              "(P4Runtime priorities are int32); use priority=volume")
         check(view.space.d <= self.nslots, f"slots={self.nslots} < {view.space.d} attributes")
         self.maxima = view.space.maxima
         flows = base_flows(view, self.routing_for(topology))

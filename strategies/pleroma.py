@@ -79,7 +79,6 @@ from strategies.dz import (
     dz_to_ipv6,
     event_dz,
     max_length,
-    normalize,
 )
 from strategies.flow_enforcers import EnforcerStats, enforce_local
 from strategies.flow_limits import PrefixTable, normalize_flows
@@ -222,6 +221,8 @@ class PleromaDz(ContentStrategy):
         self.stats = EnforcerStats()
         self._models: dict[int, PleromaModel] = {}
         self._rng = child_rng(self.params.seed, "pleroma-local")
+        self._space: Any = None  # the event space and header layout of the last build
+        self._layout_cache: PubsubLayout | None = None
 
     # -- helpers -------------------------------------------------------------
     def _layout(self, view: Any) -> PubsubLayout:
@@ -400,6 +401,8 @@ class PleromaDz(ContentStrategy):
             raise LookupError("pleroma-dz needs notifications with an event (content model)")
         view_space = self._space
         layout = self._layout_cache
+        if layout is None:
+            raise LookupError("pleroma-dz: encode before install")
         dst = self.event_address(state, event, view_space)
         hid = topology.host_id(notification.publisher)
         if self.params.encoding == "ipv4":
@@ -448,5 +451,3 @@ class PleromaDz(ContentStrategy):
                 "flow_limit": self.params.flow_limit, "flows_peak": peak,
                 "flows_max": flows_max}
 
-
-__all__ = ["PleromaDz", "PleromaParams", "PleromaModel", "normalize"]

@@ -241,11 +241,11 @@ class Container:
             rank = {v: i + 1 for i, v in enumerate(vols)}
             return {b: rank[b.volume] for b in boxes}
         if rule == "inverse-volume":  # a function of the box alone: stable under churn
-            out = {b: self.space_volume - b.volume + 1 for b in boxes}
-            if out and max(out.values()) >= 1 << 31:
+            inv = {b: self.space_volume - b.volume + 1 for b in boxes}
+            if inv and max(inv.values()) >= 1 << 31:
                 raise ValueError("inverse-volume priorities need a space of at most 2^31 points "
                                  "(P4Runtime priorities are int32); use priority=volume")
-            return out
+            return inv
         if rule == "count":
             return {b: self.entries[b].covering for b in boxes}
         out: dict[Box, int] = {}
@@ -354,6 +354,9 @@ class RangeBoxes(ContentStrategy):
         check(max(view.space.bits) <= bits, f"value_bits={bits} is narrower than the space")
         self.layout = PubsubLayout(view.space.d, bits)
         routing = self.routing_for(topology)
+        check(self.params.priority != "inverse-volume" or view.space.volume < 1 << 31,
+              "priority=inverse-volume needs an event space of fewer than 2^31 points "
+              "(P4Runtime priorities are int32); use priority=volume")
         flows = base_flows(view, routing)
         # incremental: keep each switch's container, add/remove the differing base flows
         for sw in topology.switches:
