@@ -404,7 +404,7 @@ def plan_is_safe(cur: Mapping[str, Ports], plan: Plan, required: Mapping[str, Po
     keys = set(required)
     for s in states:
         keys |= set(s)
-    reps = _representatives(sorted(keys))
+    reps = cell_representatives(sorted(keys))
     for s in states:
         for r in reps:
             if not _lpm(s, r) >= _lpm(required, r):
@@ -412,7 +412,7 @@ def plan_is_safe(cur: Mapping[str, Ports], plan: Plan, required: Mapping[str, Po
     return True
 
 
-def _representatives(keys: list[str]) -> list[str]:
+def cell_representatives(keys: list[str]) -> list[str]:
     """One dz inside every non-empty cell 'key minus its longer keys' (plus the root)."""
     out = []
     for k in [""] + keys:

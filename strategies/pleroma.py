@@ -197,6 +197,8 @@ class PleromaModel:
     global_runs: int = 0
     unlimited_cache: Tables = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
+    #: (switch, ingress) -> keys of physical flows made by merges (local or global)
+    merged: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
     def unlimited(self) -> Tables:
         """The unlimited flow tables (recomputed for the switches changed since)."""
@@ -323,7 +325,9 @@ class PleromaDz(ContentStrategy):
                     count = sum(len(t) for t in tables.values())
                     model.peak = max(model.peak, count)
                     if limit and count > limit:
-                        enforce_local(tables, limit, p.local_mode, self._rng, self.stats)
+                        for port, node in enforce_local(tables, limit, p.local_mode,
+                                                        self._rng, self.stats):
+                            model.merged.setdefault((sw, port), set()).add(node)
         model.records[sub.sub_id] = recs
         model.dirty.update(sw for sw, _, _, _ in recs)
 
@@ -343,25 +347,47 @@ class PleromaDz(ContentStrategy):
         return touched
 
     def _trim(self, model: PleromaModel, touched: set[tuple[str, int]]) -> None:
-        """Shrink physical flows to what the remaining unlimited flows need (A5.1)."""
+        """Rebuild physical flows from the remaining unlimited ones, keeping merges (A5.1).
+
+        Unmerged flows become exactly the unlimited flows again; a merged flow
+        stays (while any unlimited flow still needs its region) with the
+        ports the unlimited flows in the region it serves need, and absorbs
+        the unlimited flows inside it that had no flow of their own.
+        """
         unl = model.unlimited()
         for sw, inp in sorted(touched):
             phys = model.physical[sw][inp]
             ref = unl.get(sw, {}).get(inp, PrefixTable())
-            need: dict[str, set[int]] = {}
-            for k in phys.keys:
+            cand = sorted(m for m in model.merged.get((sw, inp), ()) if m in phys.flows)
+            # unlimited flows keep a flow of their own unless a merged flow absorbed them
+            need: dict[str, set[int]] = {
+                u: set(ref.flows[u]) for u in ref.keys
+                if u in phys.flows or u in cand
+                or not any(u.startswith(m) and u != m for m in cand)}
+            survivors = set(need) | set(cand)
+            for m in cand:
                 ports: set[int] = set()
-                for a in ref.ancestors(k):
+                for a in ref.ancestors(m):
                     ports |= ref.flows[a]
-                for u in ref.descendants(k):
-                    if not any(d != k and d.startswith(k) for d in phys.ancestors(u)):
-                        ports |= ref.flows[u]
-                need[k] = ports
+                for u in ref.descendants(m):
+                    if not any(u[:i] in survivors for i in range(len(m) + 1, len(u) + 1)):
+                        ports |= ref.flows[u]  # u's region is served by m
+                if ports:
+                    need[m] = need.get(m, set()) | ports
             model.physical[sw][inp] = normalize_flows(need)
+            model.merged[(sw, inp)] = {m for m in cand if m in need}
 
     def _global(self, model: PleromaModel, optimizer: GlobalOptimizer) -> None:
-        new, peak = optimizer.run(model.physical, model.unlimited(), model.length)
+        unl = model.unlimited()
+        new, peak = optimizer.run(model.physical, unl, model.length)
         model.physical = new
+        model.merged = {}
+        for sw, per in new.items():
+            for inp, t in per.items():
+                ref = unl.get(sw, {}).get(inp)
+                made = {k for k in t.keys if ref is None or ref.flows.get(k) != t.flows[k]}
+                if made:
+                    model.merged[(sw, inp)] = made
         model.peak = max(model.peak, peak)
         model.since_global = 0
         model.global_runs += 1

@@ -11,7 +11,7 @@ from strategies.flow_enforcers import enforce_local, process_switch, switch_orde
 from strategies.flow_limits import (
     PathInfo,
     PrefixTable,
-    _representatives,
+    cell_representatives,
     deployment_plan,
     history_cost,
     min_space_cost,
@@ -96,7 +96,7 @@ def _flow_sets(max_len: int = 5):
 
 def _require(table, logical) -> bool:
     ref = normalize_flows(logical)
-    reps = _representatives(sorted(set(table.flows) | set(ref.flows)))
+    reps = cell_representatives(sorted(set(table.flows) | set(ref.flows)))
     return all(table.lpm(r) >= ref.lpm(r) for r in reps)
 
 

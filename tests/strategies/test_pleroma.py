@@ -118,8 +118,15 @@ def test_subscription_churn_keeps_zero_false_negatives_and_counts_writes() -> No
     topology, pop = _setup("content:subs=40,publishers=2,dims=2,bits=10,width=0.2,churn=2")
     for params in ({}, {"flow_limit": 10}):
         strategy = make_strategy("pleroma-dz", {"max_dz": 6, **params})
-        _, out = _run(strategy, topology, pop, 25, churn=True)
+        state, out = _run(strategy, topology, pop, 25, churn=True)
         assert all(d.false_negatives == 0 for d, _, _ in out)
+        if not params:  # unlimited: unsubscribing leaves exactly the unlimited flow set
+            model = strategy.model_of(state)
+            unl = model.unlimited()
+            for sw, per in model.physical.items():
+                for port, table in per.items():
+                    assert table.flows == unl[sw][port].flows
+            assert all(m["network_false_positives"] == 0 for _, m, _ in out)
 
 
 def test_encoding_puts_the_event_dz_in_the_destination_address() -> None:
@@ -151,3 +158,24 @@ def test_self_evaluation_triggers_a_global_run_above_the_threshold() -> None:
         state = strategy.install(topology, Knowledge(population=pop.at(0)))
         runs[threshold] = strategy.model_of(state).global_runs
     assert runs == {1.0: 0, 1e-6: 1}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_updates_never_lose_a_port_the_unlimited_flows_need(seed: int) -> None:
+    from strategies.flow_limits import PrefixTable, cell_representatives
+
+    topology = load_topology(TOPO)
+    pop = receiver_model("content:subs=30,publishers=3,dims=2,bits=10,width=0.3,churn=3"
+                         ).population(topology, child_rng(seed, "population"))
+    for params in ({"flow_limit": 6}, {"flow_limit": 6, "algorithm": "history", "window": 50}):
+        strategy = make_strategy("pleroma-dz", {"max_dz": 6, **params})
+        state = strategy.install(topology, Knowledge(population=pop.at(0)))
+        for run in range(1, 12):
+            state = strategy.update(topology, state, Knowledge(population=pop.at(run)))
+            model = strategy.model_of(state)
+            unl = model.unlimited()
+            for sw, per in unl.items():
+                for port, ref in per.items():
+                    phys = model.physical.get(sw, {}).get(port) or PrefixTable()
+                    for r in cell_representatives(sorted(set(ref.flows) | set(phys.flows))):
+                        assert phys.lpm(r) >= ref.lpm(r), (run, sw, port)
