@@ -27,34 +27,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hil.programs import P4_DIR, PASS_COUNTER, PROGRAMS
+from hil.programs import program_name as program_for
 from sim.control import ControlState, Exact, Lpm, Range, TableEntry, Ternary
 from strategies.base import STRATEGIES, Knowledge, load_builtin_strategies, make_strategy
 from topologies.model import Topology
 from topologies.registry import SpecError
 from topologies.specs import load_topology
-
-P4_DIR = Path(__file__).resolve().parents[2] / "p4"
-
-#: data-plane family -> P4 program (base name of p4/<prog>.p4 outputs), or a
-#: function of the strategy for families compiled in several variants.
-PROGRAMS: dict[str, Any] = {
-    "l2": "l2_multicast",
-    "virtual_tree": "virtual_tree",
-    "neighbor_labels": "neighbor_labels",
-    "source_routing": lambda name, params: {
-        "switch-port": "source_routing_port",
-        "switch-bitmask": "source_routing_bitmask",
-        "switch-mcgroup": ("source_routing_mcgroup_subsets"
-                           if params.get("groups") == "subsets" and params.get("subsets", 2) > 1
-                           else "source_routing_mcgroup"),
-        "mixed": "source_routing_mixed",
-    }[name],
-}
 
 #: Families not in PROGRAMS (alm, the content-filtering families, ...) have no
 #: P4 program yet; their strategies are not checked here.
@@ -75,7 +58,6 @@ HELPER_ONLY: dict[str, dict[str, str]] = {
     "source_routing_mixed": {"NoAction": _NOACTION},
 }
 
-PASS_COUNTER = "MyIngress.pass_counter"
 
 #: Extra strategy parameters so every action and program variant is exercised.
 VARIANTS: dict[str, list[dict[str, Any]]] = {
@@ -193,11 +175,6 @@ def _knowledge(topology: Topology) -> Knowledge:
                      frozenset(h for h in hosts[::2] if h != p)) for p in pubs}
     stable = {p: frozenset([h for h in hosts if h != p][:3]) for p in pubs}
     return Knowledge(receiver_sets=receivers, stable=stable)
-
-
-def program_for(family: str, name: str, params: dict[str, Any]) -> str | None:
-    target = PROGRAMS.get(family)
-    return target(name, params) if callable(target) else target
 
 
 @cache
