@@ -7,7 +7,9 @@ Pure of any engine: the local and the Spark runner both call
 
 from __future__ import annotations
 
-from dataclasses import replace
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -15,6 +17,8 @@ import pyarrow as pa
 from experiments.schema import EXTRA_COLUMNS, ROWS
 from experiments.spec import Cell
 from sim.control import ControlState, diff
+from sim.fast_static import choose_static_path, row_metrics
+from sim.link_waste import wasted_link_frames
 from sim.packet import Notification, payload_for
 from sim.receivers import receiver_model
 from sim.seeds import child_rng
@@ -57,12 +61,35 @@ def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: fro
     return cached[1]
 
 
-def cell_rows(cell: Cell) -> list[dict[str, Any]]:
-    """The rows of ``cell`` as plain dicts (column order of :data:`ROWS`)."""
+@dataclass(frozen=True, slots=True)
+class CellNotification:
+    """One notification of a cell, ready for an engine: what the publisher
+    sends, to whom, under which installed state (``writes``: control writes
+    since the previous notification's state)."""
+
+    run: int
+    notification: Notification
+    receivers: frozenset[str]
+    state: ControlState
+    writes: int
+    payload: bytes
+
+
+def cell_setup(cell: Cell) -> tuple[Any, Strategy, DelayModel]:
+    """The topology, strategy and delay model of ``cell``."""
     links = make_params(LinkDefaults, dict(cell.links), "links")
     delays = make_params(DelayModel, dict(cell.delays), "delays")
-    topology = load_topology(cell.topology, links)
-    strategy = make_strategy(cell.strategy, dict(cell.params))
+    return load_topology(cell.topology, links), make_strategy(cell.strategy, dict(cell.params)), \
+        delays
+
+
+def cell_notifications(cell: Cell, topology: Any, strategy: Strategy
+                       ) -> Iterator[CellNotification]:
+    """The notifications of ``cell`` in order, each with its installed state.
+
+    Shared by the static rows below and the hardware-in-the-loop validation
+    (``stackcast hil validate``), so both see the same workload and state.
+    """
     model = receiver_model(cell.receivers)
     workload_seed = cell.workload_seed_for(model)
     population = model.population(topology, child_rng(workload_seed, "population"))
@@ -73,7 +100,6 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
     # (at(run)); content populations draw the event and its receivers (draw()).
     at = getattr(population, "at", None)
     previous: ControlState | None = None
-    rows = []
     for run in range(cell.notifications):
         rng = child_rng(workload_seed, "notification", run)
         publisher = population.publishers[int(rng.integers(len(population.publishers)))]
@@ -90,24 +116,52 @@ def cell_rows(cell: Cell) -> list[dict[str, Any]]:
         state = _state_for(strategy, topology, publisher, receivers, stable, cache, knowledge)
         writes = 0 if previous is None or previous is state else len(diff(previous, state))
         previous = state
-        d = run_notification(topology, strategy, state, note, receivers,
-                             payload_for(note, cell.payload_bytes), delays)
+        yield CellNotification(run, note, receivers, state, writes,
+                               payload_for(note, cell.payload_bytes))
+
+
+_LATE = ("delay_worst_ms", "link_false_positives")  # metrics placed later in ROWS order
+
+
+def cell_rows(cell: Cell, static_path: str | None = None) -> list[dict[str, Any]]:
+    """The rows of ``cell`` as plain dicts (column order of :data:`ROWS`).
+
+    ``static_path`` picks the engine (:func:`sim.fast_static.choose_static_path`):
+    "auto" (default; the ``STACKCAST_STATIC_PATH`` environment variable
+    overrides it), "fast" or "reference". Rows are identical either way.
+    """
+    topology, strategy, delays = cell_setup(cell)
+    fast = choose_static_path(topology, strategy, delays,
+                              static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"))
+    items: Any = cell_notifications(cell, topology, strategy)
+    fast_metrics: list[Any] = []
+    if fast is not None:  # one closed-form batch; declined notifications run on the reference
+        items = list(items)
+        fast_metrics = fast.metrics([i.notification.publisher for i in items],
+                                    [i.receivers for i in items], cell.payload_bytes)
+    rows = []
+    ident = {"experiment": cell.experiment, "cell_id": cell.cell_id, "strategy": cell.strategy,
+             "params": cell.params_json, "topology": cell.topology,
+             "receivers_model": cell.receivers, "payload_bytes": cell.payload_bytes,
+             "seed": cell.seed}
+    counted: tuple[Any, int, int] = (None, 0, 0)  # the last state and its sizes
+    for k, item in enumerate(items):
+        run, note, receivers, state = item.run, item.notification, item.receivers, item.state
+        publisher, writes = note.publisher, item.writes
+        if counted[0] is not state:  # sizes of a state shared by many notifications, once
+            counted = (state, state.entries, state.multicast_groups)
+        metrics = fast_metrics[k] if fast_metrics else None
+        if metrics is not None:
+            extra = {**EXTRA_COLUMNS, "link_false_positives": metrics["link_false_positives"]}
+        else:
+            d = run_notification(topology, strategy, state, note, receivers, item.payload, delays)
+            metrics = row_metrics(d, link_waste=False)
+            extra = _extra(strategy, topology, state, note, receivers, d)
         rows.append({
-            "experiment": cell.experiment, "cell_id": cell.cell_id, "strategy": cell.strategy,
-            "params": cell.params_json, "topology": cell.topology,
-            "receivers_model": cell.receivers, "payload_bytes": cell.payload_bytes,
-            "seed": cell.seed, "run": run, "publisher": publisher,
-            "receivers": len(receivers), "delivered": len(d.delivered),
-            "false_positives": d.false_positives, "false_negatives": d.false_negatives,
-            "duplicates": d.duplicates, "header_entries": d.encoding.header_entries,
-            "header_bytes": d.encoding.header_bytes, "packets_sent": len(d.encoding.packets),
-            "frames": d.frames, "bytes": d.bytes, "passes": d.total("passes"),
-            "recirculations": d.total("recirculations"), "lookups": d.total("lookups"),
-            "circulations_simplified": d.total("circulations_simplified"),
-            "max_switch_passes": max((c.passes for c in d.switches.values()), default=0),
-            "state_entries": state.entries, "multicast_groups": state.multicast_groups,
-            "delay_worst_ms": d.delay_worst_s * 1e3, "control_writes": writes,
-            **_extra(strategy, topology, state, note, receivers, d),
+            **ident, "run": run, "publisher": publisher, "receivers": len(receivers),
+            **{key: v for key, v in metrics.items() if key not in _LATE},
+            "state_entries": counted[1], "multicast_groups": counted[2],
+            "control_writes": writes, "delay_worst_ms": metrics["delay_worst_ms"], **extra,
         })
     return rows
 
@@ -116,7 +170,11 @@ def _extra(strategy: Strategy, topology: Any, state: ControlState, note: Notific
            receivers: frozenset[str], delivery: Any) -> dict[str, Any]:
     """The strategy's extra metrics over the defaults of :data:`EXTRA_COLUMNS`."""
     out: dict[str, Any] = dict(EXTRA_COLUMNS)
-    for k, v in strategy.extra_metrics(topology, state, note, receivers, delivery).items():
+    metrics = strategy.extra_metrics(topology, state, note, receivers, delivery)
+    if "link_false_positives" not in metrics:  # every strategy gets link waste (unified-content)
+        out["link_false_positives"] = wasted_link_frames(delivery.links, note.publisher,
+                                                         receivers)
+    for k, v in metrics.items():
         if k not in out:
             raise KeyError(f"strategy {strategy.name!r} reports unknown metric {k!r} "
                            f"(known: {', '.join(EXTRA_COLUMNS)})")
@@ -124,11 +182,12 @@ def _extra(strategy: Strategy, topology: Any, state: ControlState, note: Notific
     return out
 
 
-def run_cell(cell: Cell) -> pa.Table:
+def run_cell(cell: Cell, static_path: str | None = None) -> pa.Table:
     """The rows of ``cell`` as an Arrow table: :data:`ROWS` for static cells,
-    :data:`~experiments.schema.TIMED_ROWS` for timed ones (engine = "timed")."""
+    :data:`~experiments.schema.TIMED_ROWS` for timed ones (engine = "timed");
+    ``static_path`` as in :func:`cell_rows`."""
     if cell.engine == "timed":
         from experiments.timed_cell import run_timed_cell
 
         return run_timed_cell(cell)
-    return pa.Table.from_pylist(cell_rows(cell), schema=ROWS)
+    return pa.Table.from_pylist(cell_rows(cell, static_path), schema=ROWS)

@@ -138,6 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = load_spec(resolve_spec(args.spec))  # validated before any engine starts
     out = Path(args.out or Path("results") / spec.name)
+    if args.trace:
+        _write_trace(spec, args)
     if args.engine == "local":
         if args.master:
             raise CliError("--master only applies to --engine spark")
@@ -155,6 +157,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _report(out, out / "report", args.engine if args.engine == "local" else "spark",
                        args.master)
     return 0
+
+
+def _write_trace(spec, args: argparse.Namespace) -> None:  # noqa: ANN001
+    """``run --trace``: the first ``--trace-cells`` cells' states and packets (hil/trace.py)."""
+    from hil.trace import write_trace
+
+    if args.trace_cells < 1 or args.trace_notifications < 1:
+        raise CliError("--trace-cells and --trace-notifications must be >= 1")
+    cells = spec.cells()[:args.trace_cells]
+    n = write_trace(cells, args.trace, args.trace_notifications)
+    print(f"trace: {n} notifications of {len(cells)} cell(s) "
+          f"({', '.join(c.strategy for c in cells)}) in {args.trace}")
 
 
 def _report(results: Path, out: Path, engine: str, master: str | None) -> int:
@@ -181,6 +195,26 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target in ("suite", "static", "encoder", "ch6"):
+        from experiments.bench_suite import DEFAULT_ITEMS, ITEMS, format_suite, run_suite
+
+        if args.target == "suite":
+            items = [i.strip() for i in args.items.split(",") if i.strip()] if args.items \
+                else list(DEFAULT_ITEMS)
+            bad = [i for i in items if i not in ITEMS]
+            if bad:
+                raise CliError(f"--items: unknown item {bad[0]!r} (known: {', '.join(ITEMS)})")
+        else:
+            items = [args.target]
+        if not 0 < args.fraction <= 1:
+            raise CliError(f"--fraction must be in (0, 1], got {args.fraction}")
+        if args.reps < 1:
+            raise CliError(f"--reps must be >= 1, got {args.reps}")
+        suite = run_suite(items, reps=args.reps, fraction=args.fraction,
+                          progress=not args.quiet, spark_cells=args.cells,
+                          static_notifications=args.notifications)
+        print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
+        return 0
     if args.target == "timed":
         from experiments.bench_timed import TOPOLOGY, format_bench_timed, run_bench_timed
 
@@ -261,6 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="skip cells already finished")
     run.add_argument("--report", action="store_true", help="write the report afterwards")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--trace", metavar="FILE",
+                     help="also write the control state and encoded packets of the first "
+                          "cell(s) as JSON Lines, for stackcast hil replay")
+    run.add_argument("--trace-cells", type=int, default=1,
+                     help="cells to trace, in grid order (default 1)")
+    run.add_argument("--trace-notifications", type=int, default=200,
+                     help="notifications traced per cell at most (default 200)")
     run.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="Markdown tables and PNG plots from a results directory")
@@ -271,10 +312,21 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--master", help="Spark master URL for --engine spark")
     rep.set_defaults(func=cmd_report)
 
-    bench = sub.add_parser("bench", help="measure the Spark engine (per-cell overhead, "
-                                         "local[1] -> local[2] speed-up) or the timed engine "
-                                         "(events and packet-hops per second)")
-    bench.add_argument("target", choices=["spark", "timed"], help="what to measure")
+    bench = sub.add_parser("bench", help="the speed suite (static engine, VT encoder, timed "
+                                         "engine, Spark; ch6-churn end to end on demand), each "
+                                         "figure with its ratio to a same-run reference")
+    bench.add_argument("target", nargs="?", default="suite",
+                       choices=["suite", "static", "encoder", "timed", "spark", "ch6"],
+                       help="suite (default: static, encoder, timed, spark), one item, or ch6 "
+                            "(wall time of experiments/specs/ch6-churn.toml on local[2]; long)")
+    bench.add_argument("--items", help="suite: comma-separated items (static, encoder, timed, "
+                                       "spark, ch6)")
+    bench.add_argument("--fraction", type=float, default=1.0,
+                       help="ch6: run this deterministic fraction of the cells and extrapolate "
+                            "(default 1: the whole spec)")
+    bench.add_argument("--notifications", type=int, default=400,
+                       help="static: notifications per fast batch (default 400)")
+    bench.add_argument("--quiet", action="store_true", help="no progress bar")
     bench.add_argument("--topology", help="timed: topology spec (default the 255-switch "
                                           "jellyfish of seed 000 ch. 3)")
     bench.add_argument("--strategy", default="switch-port", help="timed: strategy under load")
@@ -302,6 +354,10 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--k", type=int, default=3, help="neighbours of the k-NN model (default 3)")
     rec.add_argument("--json", action="store_true", help="machine-readable output")
     rec.set_defaults(func=cmd_recommend)
+
+    from experiments.hil_cli import add_hil_parser
+
+    add_hil_parser(sub)
     return p
 
 

@@ -87,28 +87,151 @@ def markdown(records: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS
 def bar_chart(records: Sequence[dict[str, Any]], out: str | Path,
               metrics: Sequence[str] = ("bytes_per_note", "link_fp_rate", "state_entries",
                                         "control_writes")) -> Path:
-    """One panel per metric, one bar per strategy/params (log scale where it helps)."""
+    """One panel per metric (three per row), one horizontal bar per strategy/params
+    (log scale where the values span more than two decades)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [r["strategy"] + ("" if r["params"] == "{}" else "\n" + r["params"][1:-1]
-                               .replace('"', "")) for r in records]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 4.8))
-    for ax, m in zip(axes, metrics, strict=True):
+    labels = [_label(r) for r in records]
+    ncols = min(3, len(metrics))
+    nrows = -(-len(metrics) // ncols)
+    height = 0.9 + 0.28 * len(records)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, height * nrows),
+                             squeeze=False)
+    for ax in axes.flat[len(metrics):]:
+        ax.set_visible(False)
+    for n, (ax, m) in enumerate(zip(axes.flat, metrics, strict=False)):
         vals = [float(r[m]) for r in records]
-        ax.bar(range(len(vals)), vals, color="tab:blue")
-        ax.set_xticks(range(len(vals)), labels, rotation=70, ha="right", fontsize=7)
-        ax.set_title(m)
+        ys = range(len(vals))
+        ax.barh(ys, vals, color=[f"C{i % 10}" for i in ys])
+        ax.set_yticks(ys, labels if n % ncols == 0 else [""] * len(vals), fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(m.replace("_", " "), fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
         if min(vals) > 0 and max(vals) / min(vals) > 100:
-            ax.set_yscale("log")
+            ax.set_xscale("log")
+        ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+# -- the content section of ``stackcast report`` (from aggregated points) -------------
+#: Columns of the report's content table; every one is derivable from per-point
+#: means and counts (ratios of sums = ratios of means over the same rows), so the
+#: section works on the local and the Spark aggregation alike.
+REPORT_COLUMNS = ["strategy", "params", "setting", "n", "bytes_per_note", "link_fp_rate",
+                  "network_fp_rate", "subscriber_fp_rate", "false_negatives", "state_entries",
+                  "tcam_entries", "multicast_groups", "flows_max", "merge_ratio",
+                  "writes_per_change", "controller_ms_per_note"]
+REPORT_PANELS = ("bytes_per_note", "link_fp_rate", "subscriber_fp_rate", "state_entries",
+                 "multicast_groups", "writes_per_change")
+
+
+def _churn(receivers_model: str) -> int:
+    """Subscription changes per notification of a ``content:`` spec (0 = none)."""
+    _, _, rest = receivers_model.partition(":")
+    for item in rest.split(","):
+        key, _, value = item.partition("=")
+        if key == "churn":
+            return int(value)
+    return 0
+
+
+def records_from_points(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Content records (as :func:`summarize`) from ``experiments.report`` points.
+
+    ``writes_per_change`` = control writes per notification / subscription
+    changes per notification (the cell's first notification installs and
+    counts 0 writes); ``controller_ms_per_note`` is wall time (not simulated,
+    not reproducible).
+    """
+    out = []
+    for p in points:
+        mean = {k[:-5]: v for k, v in p.items() if k.endswith("_mean")}
+        frames = mean.get("frames", 0.0) or 1.0
+        churn = _churn(p["receivers_model"])
+        out.append({
+            "strategy": p["strategy"], "params": p["params"], "topology": p["topology"],
+            "receivers_model": p["receivers_model"], "n": p["count"],
+            "bytes_per_note": mean.get("bytes", 0.0),
+            "link_fp_rate": mean.get("link_false_positives", 0.0) / frames,
+            "network_fp_rate": mean.get("network_false_positives", 0.0) / frames,
+            "subscriber_fp_rate": mean.get("false_positives", 0.0)
+            / (mean.get("delivered", 0.0) or 1.0),
+            "false_negatives": round(mean.get("false_negatives", 0.0) * p["count"]),
+            "state_entries": mean.get("state_entries", 0.0),
+            "tcam_entries": mean.get("tcam_entries", 0.0),
+            "multicast_groups": mean.get("multicast_groups", 0.0),
+            "flows_max": mean.get("flows_max", 0.0),
+            "merge_ratio": mean.get("merge_ratio", 0.0),
+            "writes_per_change": (mean.get("control_writes", 0.0) / churn) if churn else 0.0,
+            "controller_ms_per_note": mean.get("controller_wall_ms", 0.0),
+        })
+    return out
+
+
+def _best(records: Sequence[dict[str, Any]], metric: str) -> str:
+    best = min(r[metric] for r in records)
+    names = sorted({_label(r) for r in records if r[metric] == best})
+    if len(names) > 3:
+        names = names[:3] + [f"{len(names) - 3} more points"]
+    return f"{', '.join(names)} ({_fmt(float(best))})"
+
+
+def _label(r: dict[str, Any]) -> str:
+    return r["strategy"] + ("" if r["params"] == "{}" else " " + r["params"][1:-1]
+                            .replace('"', "")) + r.get("suffix", "")
+
+
+def _with_suffixes(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records whose label also names the receiver-model and topology settings that vary."""
+    def params(spec: str) -> dict[str, str]:
+        return dict(kv.partition("=")[::2] for kv in spec.partition(":")[2].split(",") if kv)
+
+    specs = {r["receivers_model"]: params(r["receivers_model"]) for r in records}
+    keys = sorted({k for p in specs.values() for k in p})
+    varying = [k for k in keys if len({p.get(k) for p in specs.values()}) > 1]
+    topo = len({r["topology"] for r in records}) > 1
+    out = []
+    for r in records:
+        p = specs[r["receivers_model"]]
+        parts = [f"{k}={p.get(k)}" for k in varying] + ([r["topology"]] if topo else [])
+        out.append({**r, "suffix": (" " + " ".join(parts)) if parts else "",
+                    "setting": " ".join(parts) or "-"})
+    return out
+
+
+def report_section(points: Sequence[dict[str, Any]], out_dir: str | Path, experiment: str
+                   ) -> list[str]:
+    """Markdown lines (table, one-line findings, bar chart) for one content experiment."""
+    recs = _with_suffixes(records_from_points(points))
+    if not recs:
+        return []
+    name = f"{experiment}-content.png"
+    bar_chart(recs, Path(out_dir) / name, REPORT_PANELS)
+    lines = [f"### {experiment}: content filters and the other families", "",
+             "Rates are ratios of sums over all notifications of a point: link FP rate = "
+             "frames on links from which no receiver was reached / all frames (the "
+             "publisher's access link excepted); network FP rate = seed 001's (frames the "
+             "unlimited dz flows would not send; 0 outside pleroma-dz); subscriber FP rate = "
+             "unwanted deliveries / deliveries. Writes per change = P4Runtime writes between "
+             "consecutive states per subscription change; controller ms = wall clock, not "
+             "simulated time.", "", markdown(recs, REPORT_COLUMNS).rstrip("\n"), ""]
+    zero_fn = [r for r in recs if r["false_negatives"] == 0]
+    lines += [f"- fewest bytes per notification: {_best(recs, 'bytes_per_note')}",
+              f"- lowest link FP rate: {_best(recs, 'link_fp_rate')}",
+              f"- fewest state entries: {_best(recs, 'state_entries')}",
+              f"- fewest writes per subscription change: {_best(recs, 'writes_per_change')}",
+              f"- points with false negatives: "
+              f"{', '.join(_label(r) for r in recs if r not in zero_fn) or 'none'}",
+              "", f"![{experiment} content]({name})", ""]
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

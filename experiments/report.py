@@ -156,6 +156,10 @@ def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
                 plt.close(fig)
                 lines.append(f"![{exp} {metric}]({name})")
             lines.append("")
+        if all(r["receivers_model"].startswith("content:") for r in recs) and not timed:
+            from experiments.content_report import report_section
+
+            lines += report_section(recs, out, exp)
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -43,7 +43,9 @@ ROWS = pa.schema([
     # -- strategy metrics (Strategy.extra_metrics; EXTRA_COLUMNS gives the default
     # of a strategy that does not define one). Content filters, seeds 001-004.
     # Frames on links that no receiver of the notification needed (content-exact,
-    # by the strategy's own routes; host links included).
+    # by the strategy's own routes; host links included). Strategies that do not
+    # define it get sim.link_waste.wasted_link_frames (used links from which no
+    # receiver is reachable), so label stacks and virtual trees compare too.
     pa.field("link_false_positives", pa.int64(), nullable=False),
     # Seed 001's network false positives: frames on links the unlimited flow set
     # would not use (merge-induced only; = link_false_positives for exact filters).
@@ -66,6 +68,9 @@ ROWS = pa.schema([
     pa.field("controller_wall_ms", pa.float64(), nullable=False),
     # Worst receiver's sum of per-switch lookup latencies (table_cost latency model).
     pa.field("lookup_latency_us", pa.float64(), nullable=False),
+    # Switches above a per-switch capacity by table kind (TCAM / SRAM entries,
+    # multicast groups, stages; content strategies' *_capacity parameters, 0 = none).
+    pa.field("switches_over_capacity", pa.int64(), nullable=False),
 ])
 
 #: Strategy-defined columns and the value of a strategy that does not report them.
@@ -74,7 +79,7 @@ EXTRA_COLUMNS: dict[str, int | float] = {
     "merge_ratio_limited": 0.0, "flows_max": 0, "flow_limit": 0, "flows_peak": 0,
     "tcam_entries": 0,
     "tcam_bits": 0, "sram_entries": 0, "stages_max": 0, "controller_wall_ms": 0.0,
-    "lookup_latency_us": 0.0,
+    "lookup_latency_us": 0.0, "switches_over_capacity": 0,
 }
 
 # Columns that identify a parameter point (everything but seed and run).

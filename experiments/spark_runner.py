@@ -6,10 +6,14 @@ Distribution
     The driver expands the (already validated) spec into cells, drops those
     already finished when resuming, and packs the rest into partitions with
     greedy longest-processing-time scheduling on :meth:`Cell.cost` (largest
-    cell first, always into the lightest partition), so one large topology
-    does not leave a straggler behind. There are ``PARTITIONS_PER_SLOT`` x
-    ``defaultParallelism`` partitions (at least one per ``MAX_CELLS_PER_PARTITION``
-    cells, at most one per cell); each partition is one element of
+    first, always into the lightest partition), so one large topology does
+    not leave a straggler behind. The units placed are groups of related
+    cells (:func:`affinity`: e.g. the churn levels of one seed, topology and
+    strategy), which then run one after the other in one task and reuse the
+    worker process's caches (population plans, virtual-tree installs, table
+    lookups). There are ``PARTITIONS_PER_SLOT`` x ``defaultParallelism``
+    partitions (at least one per ``MAX_CELLS_PER_PARTITION`` cells, at most
+    one per cell); each partition is one element of
     ``sc.parallelize(partitions, numSlices=len(partitions))``, i.e. one task,
     and runs with ``mapPartitions``.
 
@@ -119,21 +123,62 @@ def spark_schema(schema: pa.Schema = ROWS) -> Any:
 
 # -- partitions ---------------------------------------------------------------------
 
-def balance(cells: Sequence[Cell], partitions: int) -> list[list[Cell]]:
-    """Greedy LPT: cells by decreasing cost, each into the currently lightest partition.
+def affinity(cell: Cell) -> tuple[str, ...]:
+    """What a cell shares with others through the per-process caches of a worker.
 
-    Deterministic (ties broken by cell id and partition index); empty
+    Cells that differ only in their receiver level (e.g. the churn levels of
+    one seed, whose workload seed is the same) share the population's plan
+    and, for virtual-tree strategies, the installed state; cells of one
+    topology, workload and seed share the plan. Returns (shared workload,
+    shared state) keys; see :func:`balance`.
+    """
+    workload = (cell.topology, canonical_json(dict(cell.links)),
+                str(_workload_seed(cell)), str(cell.seed))
+    return (*workload, cell.strategy, cell.params_json, str(cell.payload_bytes),
+            canonical_json(dict(cell.delays)), cell.engine, canonical_json(dict(cell.timed)))
+
+
+def _workload_seed(cell: Cell) -> int:
+    from sim.receivers import receiver_model
+
+    try:
+        return cell.workload_seed_for(receiver_model(cell.receivers))
+    except Exception:  # an invalid receiver spec fails in the cell, with its message
+        return cell.workload_seed
+
+
+def balance(cells: Sequence[Cell], partitions: int) -> list[list[Cell]]:
+    """Greedy LPT over groups of related cells, each into the lightest partition.
+
+    A group is the cells with the same :func:`affinity` (e.g. the churn levels
+    of one seed, topology and strategy), so they run one after the other in
+    one task and reuse the worker's caches; groups are placed by decreasing
+    cost (sum of :meth:`Cell.cost`), each into the currently lightest
+    partition, and a partition runs its groups ordered by workload, then
+    strategy. Deterministic (ties broken by key and partition index); empty
     partitions are dropped, so at most ``min(partitions, len(cells))`` remain.
+    A group holds at most ``ceil(cells / partitions)`` cells (larger ones are
+    split), so a spec with few groups still spreads over every partition.
     """
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1; got {partitions}")
-    bins: list[list[Cell]] = [[] for _ in range(min(partitions, len(cells)))]
+    related: dict[tuple[str, ...], list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: (c.receivers, c.cell_id)):
+        related.setdefault(affinity(cell), []).append(cell)
+    # a group never holds more than its share of one partition (small specs stay parallel)
+    cap = max(1, math.ceil(len(cells) / partitions))
+    groups = {(*key, str(i)): members[i:i + cap]
+              for key, members in related.items() for i in range(0, len(members), cap)}
+    bins: list[list[tuple[tuple[str, ...], list[Cell]]]] = [
+        [] for _ in range(min(partitions, len(groups)))]
     heap = [(0.0, i) for i in range(len(bins))]
-    for cell in sorted(cells, key=lambda c: (-c.cost(), c.cell_id)):
+    for key, group in sorted(groups.items(),
+                             key=lambda kv: (-sum(c.cost() for c in kv[1]), kv[0])):
         load, i = heapq.heappop(heap)
-        bins[i].append(cell)
-        heapq.heappush(heap, (load + cell.cost(), i))
-    return [b for b in bins if b]
+        bins[i].append((key, group))
+        heapq.heappush(heap, (load + sum(c.cost() for c in group), i))
+    return [[c for _, group in sorted(b, key=lambda kv: kv[0]) for c in group]
+            for b in bins if b]
 
 
 def partition_count(cells: int, parallelism: int) -> int:
@@ -218,7 +263,9 @@ class FileProgress:
         return len(done)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        # a poll stats every pending file: poll less often while many are pending, so
+        # the driver does not take CPU from the workers (~1 stat per ms at most)
+        while not self._stop.wait(max(self._interval_s, len(self._pending) / 1000)):
             self.poll()
 
     def __enter__(self) -> FileProgress:

@@ -5,6 +5,14 @@ Each data-plane family of :mod:`sim.dataplanes` has one P4_16 program in
 ``p4/<prog>.p4info.txtpb`` for P4Runtime, see ``p4/README.md``). Families
 compiled in several variants map a strategy (name and parameters) to its
 variant.
+
+Some builds depend on the data-plane model's configuration, which a
+strategy derives from the workload at install time (the content filters'
+header layouts: attributes, value widths, slots). Their entries take the
+model (``strategy.model()`` after ``install``) as a third argument, and
+``camus`` also the switch's :class:`~sim.control.SwitchConfig` (its ECMP
+modulus, the number of up ports, is compiled in), so its build is chosen
+per switch.
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ P4_DIR = Path(__file__).resolve().parents[1] / "p4"
 PASS_COUNTER = "MyIngress.pass_counter"
 
 
-def _source_routing(name: str, params: Mapping[str, Any]) -> str:
+def _source_routing(name: str, params: Mapping[str, Any], model: Any = None,
+                    config: Any = None) -> str:
     if name == "switch-mcgroup":
         subsets = params.get("groups") == "subsets" and params.get("subsets", 2) > 1
         return "source_routing_mcgroup_subsets" if subsets else "source_routing_mcgroup"
@@ -31,13 +40,65 @@ def _source_routing(name: str, params: Mapping[str, Any]) -> str:
     }[name]
 
 
+def _need_model(family: str, name: str, model: Any, attribute: str) -> Any:
+    value = getattr(model, attribute, None)
+    if value is None:
+        raise ValueError(f"strategy {name!r}: the {family} program is built per header layout; "
+                         f"pass the strategy's data-plane model (strategy.model() after "
+                         f"install) to choose the build")
+    return value
+
+
+def _range_filter(name: str, params: Mapping[str, Any], model: Any = None,
+                  config: Any = None) -> str:
+    """``range_filter_<dims>x<value_bits>`` (p4/range_filter.p4 -DDIMS -DVALUE_BITS)."""
+    layout = _need_model("range_filter", name, model, "layout")
+    return f"range_filter_{layout.dims}x{layout.value_bits}"
+
+
+def _kundel(name: str, params: Mapping[str, Any], model: Any = None,
+            config: Any = None) -> str:
+    """``kundel_id_k<id_bits>_s<slots>`` / ``kundel_bitmask_m<n_max>_s<slots>`` (p4/kundel.p4)."""
+    fmt = _need_model("kundel", name, model, "fmt")
+    width = f"k{fmt.id_bits}" if fmt.encoding == "id" else f"m{fmt.n_max}"
+    return f"kundel_{fmt.encoding}_{width}_s{model.slots}"
+
+
+def _camus(name: str, params: Mapping[str, Any], model: Any = None,
+           config: Any = None) -> str:
+    """``camus_<bdd|flat>_<fields>x<value_bits>_up<n>`` (p4/camus.p4).
+
+    ``n`` is the switch's number of ``MyIngress.up_ecmp`` entries (the
+    model's ECMP modulus; a switch with none never sends up and runs the
+    ``up1`` build).
+    """
+    layout = _need_model("camus", name, model, "layout")
+    flat = params.get("table", "bdd") == "one-big-table"
+    if not flat and tuple(model.fields) != tuple(model.header_fields):
+        raise ValueError(f"strategy {name!r}: p4/camus.p4 applies the field tables in "
+                         f"annotation order {tuple(model.header_fields)}; the model's BDD "
+                         f"order is {tuple(model.fields)} (order='constants' has no build)")
+    if config is None:
+        raise ValueError(f"strategy {name!r}: the camus build depends on the switch's up "
+                         f"ports; pass the switch's SwitchConfig")
+    up = max(1, len(config.tables.get("MyIngress.up_ecmp", ())))
+    kind = "flat" if flat else "bdd"
+    return f"camus_{kind}_{layout.dims}x{layout.value_bits}_up{up}"
+
+
 #: data-plane family -> program base name, or a function of (strategy name,
-#: parameters) for families compiled in several variants.
-PROGRAMS: dict[str, str | Callable[[str, Mapping[str, Any]], str]] = {
+#: parameters, data-plane model, switch config) for families compiled in
+#: several variants.
+PROGRAMS: dict[str, str | Callable[[str, Mapping[str, Any], Any, Any], str]] = {
     "l2": "l2_multicast",
     "virtual_tree": "virtual_tree",
     "neighbor_labels": "neighbor_labels",
     "source_routing": _source_routing,
+    "prefix_filter": "prefix_filter",
+    "range_filter": _range_filter,
+    "alm": "alm",
+    "kundel": _kundel,
+    "camus": _camus,
 }
 
 
@@ -56,17 +117,30 @@ class Program:
         return P4_DIR / f"{self.name}.p4info.txtpb"
 
 
-def program_name(family: str, strategy: str, params: Mapping[str, Any]) -> str | None:
-    """The program base name for a strategy of data-plane ``family`` (None: no program yet)."""
+def program_name(family: str, strategy: str, params: Mapping[str, Any],
+                 model: Any = None, config: Any = None) -> str | None:
+    """The program base name for a strategy of data-plane ``family`` (None: no program yet).
+
+    ``model`` is the strategy's data-plane model (``strategy.model()`` after
+    install); families built per header layout need it. ``config`` is the
+    switch's ``SwitchConfig``; ``camus`` needs it (per-switch builds).
+    """
     target = PROGRAMS.get(family)
-    return target(strategy, params) if callable(target) else target
+    return target(strategy, params, model, config) if callable(target) else target
 
 
-def program_for(family: str, strategy: str, params: Mapping[str, Any]) -> Program:
-    """The compiled program for a strategy; a clear error when its family has none."""
-    name = program_name(family, strategy, params)
+def program_for(family: str, strategy: str, params: Mapping[str, Any],
+                model: Any = None, config: Any = None) -> Program:
+    """The compiled program for a strategy; a clear error when its family has none
+    or the build it needs is not committed."""
+    name = program_name(family, strategy, params, model, config)
     if name is None:
         have = ", ".join(sorted(PROGRAMS))
         raise ValueError(f"strategy {strategy!r}: data-plane family {family!r} has no P4 "
                          f"program (families with one: {have})")
-    return Program(name)
+    program = Program(name)
+    if not program.p4info.is_file():
+        raise ValueError(f"strategy {strategy!r}: program build {name!r} is not committed "
+                         f"(p4/{name}.p4info.txtpb missing); build it with "
+                         f"`make -C p4 {name}.json` where p4c is installed")
+    return program

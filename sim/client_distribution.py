@@ -67,10 +67,10 @@ digest ch. 5-7 §4.2.3, §4.2.6, A15-A17.
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 
@@ -310,6 +310,11 @@ class ClusteredPopulation:
     churn: int
     rebuild_every: int = 0
     _layouts: dict[int, tuple[list[str], list[str]]] = field(default_factory=dict)
+    #: ``view_at`` per level (shared by the populations of one plan, see
+    #: :func:`clustered_population`), so equal views are the same object
+    _views: dict[int, ControllerView] = field(default_factory=dict)
+    #: per churn level: publisher -> its (host, frequency) subscriptions
+    _mine: dict[int, dict[str, list[tuple[str, float]]]] = field(default_factory=dict)
 
     def _layout(self, level: int) -> tuple[list[str], list[str]]:
         """(publisher hosts, subscription hosts) after ``level`` percent churn."""
@@ -331,17 +336,30 @@ class ClusteredPopulation:
         return tuple(sorted(pubs, key=self.topology.host_id))
 
     def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
-        pubs, hosts = self._layout(self.churn)
-        try:
-            i = pubs.index(publisher)
-        except ValueError:
-            raise ValueError(f"{publisher} hosts no publisher at churn {self.churn} %") from None
-        mine = [(hosts[j], f) for j, (p, _, f) in enumerate(self.subs) if p == i]
+        per_publisher = self._mine.get(self.churn)
+        if per_publisher is None:
+            pubs, hosts = self._layout(self.churn)
+            per_publisher = {}
+            for i, p in enumerate(pubs):  # the first publisher client on a host, as index()
+                if p not in per_publisher:
+                    per_publisher[p] = [(hosts[j], f) for j, (q, _, f) in enumerate(self.subs)
+                                        if q == i]
+            self._mine[self.churn] = per_publisher
+        mine = per_publisher.get(publisher)
+        if mine is None:
+            raise ValueError(f"{publisher} hosts no publisher at churn {self.churn} %")
         draws = rng.random(len(mine))
         return frozenset(h for (h, f), u in zip(mine, draws, strict=True) if u < f)
 
     def view_at(self, level: int) -> ControllerView:
-        """Publishers, subscriptions and clusters after ``level`` percent churn."""
+        """Publishers, subscriptions and clusters after ``level`` percent churn (the same
+        object for every call, and for every population of one plan)."""
+        view = self._views.get(level)
+        if view is None:
+            view = self._views[level] = self._view_at(level)
+        return view
+
+    def _view_at(self, level: int) -> ControllerView:
         pubs, hosts = self._layout(level)
         subscriptions: dict[str, list[tuple[str, float]]] = {p: [] for p in pubs}
         for j, (i, _, f) in enumerate(self.subs):
@@ -381,6 +399,24 @@ def _draw(hosts: list[str], w: np.ndarray, k: int, exclude: set[str],
     return [hosts[idx[int(i)]] for i in picks]
 
 
+_PLAN_CACHE_SIZE = 64
+_plans: OrderedDict[tuple[Any, ...], tuple[Topology, ClusteredPopulation]] = OrderedDict()
+
+
+def _rng_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
+    """Everything that fixes the draws of ``rng`` and of the generators it spawns;
+    None if that cannot be told (then nothing is cached)."""
+    seq = rng.bit_generator.seed_seq
+    if not isinstance(seq, np.random.SeedSequence):
+        return None
+    entropy = seq.entropy
+    if not isinstance(entropy, int):
+        entropy = tuple(int(x) for x in np.atleast_1d(entropy))
+    state = rng.bit_generator.state
+    return (type(rng.bit_generator).__name__, entropy, tuple(seq.spawn_key), seq.pool_size,
+            seq.n_children_spawned, repr(sorted(state.items())))
+
+
 def clustered_population(params: ClusteredParams, topology: Topology,
                          rng: np.random.Generator) -> ClusteredPopulation:
     """Draw clusters, the initial layout and the whole migration plan.
@@ -388,7 +424,32 @@ def clustered_population(params: ClusteredParams, topology: Topology,
     The draws come from three generators spawned from ``rng`` (clusters and
     placement, frequencies, migration), always in the same order, so churn
     levels of one seed are nested.
+
+    The plan does not depend on ``churn`` or ``rebuild_every``: plans are
+    cached per (topology, :meth:`ClusteredParams.workload_key`, state of
+    ``rng``), so the cells of one seed at other churn levels reuse it (and
+    its layouts and controller views) instead of drawing it again. ``rng`` is
+    left as a fresh draw would leave it.
     """
+    key = _rng_key(rng)
+    if key is not None:
+        key = (id(topology), params.workload_key(), *key)
+        hit = _plans.get(key)
+        if hit is not None and hit[0] is topology:
+            _plans.move_to_end(key)
+            rng.spawn(3)  # the same side effect on rng as a fresh draw
+            plan = hit[1]
+            return replace(plan, churn=params.churn, rebuild_every=params.rebuild_every)
+    plan = _draw_plan(params, topology, rng)
+    if key is not None:
+        _plans[key] = (topology, plan)
+        while len(_plans) > _PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return plan
+
+
+def _draw_plan(params: ClusteredParams, topology: Topology, rng: np.random.Generator
+               ) -> ClusteredPopulation:
     hosts = list(topology.hosts)
     check(len(hosts) >= 3, "clustered needs at least 3 hosts")
     place_rng, freq_rng, move_rng = rng.spawn(3)

@@ -29,11 +29,12 @@ software processing time, then sequential feed-in of every copy.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from sim.control import ControlState
+from sim.dataplane import PipelineResult
 from sim.packet import Notification, Packet
 from strategies.base import Encoding, Strategy
 from topologies.model import Topology
@@ -185,8 +186,15 @@ def run_notification(
     payload: bytes,
     delays: DelayModel = DelayModel(),
     max_frames: int | None = None,
+    *,
+    on_switch: Callable[[str, int, Packet, PipelineResult], None] | None = None,
 ) -> Delivery:
     """Walk one notification through the network and count everything.
+
+    ``on_switch(switch, in_port, packet, result)``, if given, is called after
+    every switch visit with the exact packet the switch received and what its
+    data plane did (hardware-in-the-loop hop mode replays these on BMv2); it
+    does not change the walk.
 
     Raises
     ------
@@ -246,6 +254,8 @@ def run_notification(
                 send(node, 1, reply, t + delay)
             continue
         result = dataplane.process(node, state.config(node), packet, in_port)
+        if on_switch is not None:
+            on_switch(node, in_port, packet, result)
         count = out.switches.setdefault(node, SwitchCount())
         count.passes += result.passes
         count.recirculations += result.recirculations

@@ -115,6 +115,7 @@ class CamusParams(LatencyParams):
     max_entries: int = 200_000
 
     def __post_init__(self) -> None:
+        LatencyParams.__post_init__(self)
         check(self.alpha >= 1, "alpha must be >= 1")
         check(self.value_bits in (8, 16, 32, 64), "value_bits must be 8, 16, 32 or 64")
         check(self.max_entries >= 1, "max_entries must be >= 1")
@@ -244,6 +245,8 @@ class CamusBdd(ContentStrategy):
             builder.add_entry(sw, TableEntry(PORT_ROLE, ((KEY_PORT, Exact(port)),), MARK_UP))
             builder.add_entry(sw, TableEntry(UP_ECMP, ((KEY_BUCKET, Exact(i)),), SET_UP_PORT,
                                              (("port", port),)))
+            # p4/camus.p4 sends the up copy as an I2E clone to session <port>
+            builder.add_clone_session(sw, port, port)
         if not rules:
             self.groups.assign(sw, ())
             self.compiled[sw] = 0

@@ -31,9 +31,9 @@ from sim.control import ControlState, StateBuilder, SwitchConfig
 from sim.packet import Notification
 from sim.trees import spanning_tree
 from strategies.base import Knowledge, Strategy
-from strategies.table_cost import LatencyModel, StateCost
+from strategies.table_cost import LatencyModel, StateCost, TableCapacity
 from topologies.model import Topology
-from topologies.registry import SpecError
+from topologies.registry import SpecError, check
 
 
 def content_view(knowledge: Knowledge, strategy: str) -> Any:
@@ -237,12 +237,34 @@ class LatencyParams:
     latency_base_us, latency_per_entry_us, latency_multicast_us : float
         Defaults are seed 004's measurement (6.4 us, 1.12 us/entry, +0.8 us
         when replicating).
+    tcam_capacity, sram_capacity, group_capacity, stage_capacity : int
+        Per-switch capacities by table kind: TCAM entries (after range
+        expansion when ``ranges = "expand"``), SRAM (all-exact) entries,
+        multicast groups, tables in sequence; 0 = unlimited. Switches above
+        any of them are counted in the ``switches_over_capacity`` column
+        (digest seed002-003 C.2 "Utilisation", D15: the seeds give no
+        absolute capacities).
     """
 
     latency: Literal["constant", "linear"] = "constant"
     latency_base_us: float = 6.4
     latency_per_entry_us: float = 1.12
     latency_multicast_us: float = 0.8
+    tcam_capacity: int = 0
+    sram_capacity: int = 0
+    group_capacity: int = 0
+    stage_capacity: int = 0
+
+    def __post_init__(self) -> None:
+        self.latency_model()  # validates the latency fields
+        for name in ("tcam_capacity", "sram_capacity", "group_capacity", "stage_capacity"):
+            check(getattr(self, name) >= 0, f"{name} must be >= 0 (0 = unlimited); "
+                                            f"got {getattr(self, name)}")
+
+    def capacities(self) -> TableCapacity:
+        """Per-switch capacities by table kind (0 = unlimited); reported, not enforced."""
+        return TableCapacity(tcam_entries=self.tcam_capacity, sram_entries=self.sram_capacity,
+                             multicast_groups=self.group_capacity, stages=self.stage_capacity)
 
     def latency_model(self) -> LatencyModel:
         return LatencyModel(kind=self.latency, base_us=self.latency_base_us,
@@ -341,6 +363,8 @@ class ContentStrategy(Strategy):
             "sram_entries": cost.sram_entries, "stages_max": cost.stages,
             "controller_wall_ms": self._wall_ms.pop(id(state), 0.0),
             "lookup_latency_us": worst,
+            "switches_over_capacity": len(self.params.capacities().overflowing_switches(state,
+                                                                                      cost)),
         }
         out.update(self.flow_metrics(topology, state))
         return out

@@ -97,6 +97,7 @@ class KundelParams(LatencyParams):
     ranges: Literal["native", "expand"] = "native"
 
     def __post_init__(self) -> None:
+        LatencyParams.__post_init__(self)
         check(self.id_bits in (8, 16, 24), "id_bits must be 8, 16 or 24")
         check(self.n_max % 8 == 0 and 8 <= self.n_max <= 256, "n_max must be a multiple of 8")
         check(0 <= self.slots <= self.n_max, "slots must be in [0, n_max]")
@@ -172,7 +173,7 @@ class KundelBase(ContentStrategy):
             builder.add_group(sw, gid, ports)
         old = self._made.get(sw, {})
         made = self._made[sw] = {}
-        for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
+        for box in sorted(c.entries, key=lambda b: (-prio[b], b.volume, b.bounds)):
             ports = tuple(sorted(c.entries[box].ports))
             action, param = ((FORWARD_SINGLE, ("port", ports[0])) if len(ports) == 1
                              else (FORWARD_GROUP, ("mcast_grp", ids[ports])))

@@ -82,7 +82,12 @@ from strategies.dz import (
 )
 from strategies.flow_enforcers import EnforcerStats, enforce_local
 from strategies.flow_limits import PrefixTable, normalize_flows
-from strategies.pleroma_global import GlobalOptimizer, emulate_links, self_evaluate
+from strategies.pleroma_global import (
+    GlobalOptimizer,
+    emulate_links,
+    self_evaluate,
+    switch_deployment_peak,
+)
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
@@ -151,7 +156,7 @@ class PleromaParams(LatencyParams):
     algorithm: Literal["", "baseline", "min-space", "traffic", "history"] = ""
 
     def __post_init__(self) -> None:
-        LatencyParams.latency_model(self)
+        LatencyParams.__post_init__(self)
         cap = IPV4_MAX_DZ if self.encoding == "ipv4" else IPV6_MAX_DZ
         check(0 <= self.dz_bits <= cap, f"dz_bits must be in [0, {cap}] for {self.encoding}")
         check(self.max_dz >= 0, "max_dz must be >= 0")
@@ -355,6 +360,8 @@ class PleromaDz(ContentStrategy):
         the unlimited flows inside it that had no flow of their own.
         """
         unl = model.unlimited()
+        before = {sw: {i: t.copy() for i, t in model.physical.get(sw, {}).items()}
+                  for sw in {sw for sw, _ in touched}}
         for sw, inp in sorted(touched):
             phys = model.physical[sw][inp]
             ref = unl.get(sw, {}).get(inp, PrefixTable())
@@ -376,6 +383,17 @@ class PleromaDz(ContentStrategy):
                     need[m] = need.get(m, set()) | ports
             model.physical[sw][inp] = normalize_flows(need)
             model.merged[(sw, inp)] = {m for m in cand if m in need}
+        # Restoring the unlimited flows no surviving merged flow absorbs can push a switch
+        # over its limit: the local enforcer runs again before anything is deployed, and
+        # the peak of the whole transition (Alg. 7 order from the tables before) is kept.
+        limit = self.params.effective_limit
+        for sw in sorted(before):
+            tables = model.physical[sw]
+            if limit and sum(len(t) for t in tables.values()) > limit:
+                for port, node in enforce_local(tables, limit, self.params.local_mode,
+                                                self._rng, self.stats):
+                    model.merged.setdefault((sw, port), set()).add(node)
+            model.peak = max(model.peak, switch_deployment_peak(before[sw], tables))
 
     def _global(self, model: PleromaModel, optimizer: GlobalOptimizer) -> None:
         unl = model.unlimited()

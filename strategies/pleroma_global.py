@@ -21,7 +21,7 @@ Seed 001 §5.4 (Alg. 3-6), §5.5 (Alg. 7), §5.6 (self-evaluation), §6.2
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,19 +125,29 @@ class GlobalOptimizer:
         peak = 0
         out: Tables = {}
         for s in sorted(set(physical) | set(current)):
-            old = physical.get(s, {})
             new = current.get(s, {})
-            ports = sorted(set(old) | set(new),
-                           key=lambda i: len(new.get(i, ())) - len(old.get(i, ())))
-            counts = {i: len(old.get(i, ())) for i in ports}
-            for i in ports:
-                plan = deployment_plan(old[i].flows if i in old else {},
-                                       new[i].flows if i in new else {})
-                others = sum(c for j, c in counts.items() if j != i)
-                peak = max(peak, others + plan.peak)
-                counts[i] = len(new.get(i, ()))
+            peak = max(peak, switch_deployment_peak(physical.get(s, {}), new))
             out[s] = {i: t for i, t in new.items() if len(t)}
         return out, peak
+
+
+def switch_deployment_peak(old: Mapping[int, PrefixTable], new: Mapping[int, PrefixTable]
+                           ) -> int:
+    """Largest flow count of one switch while Alg. 7 moves it from ``old`` to ``new``.
+
+    Ingress tables that shrink are deployed first; within a table the
+    writes follow :func:`strategies.flow_limits.deployment_plan`.
+    """
+    ports = sorted(set(old) | set(new), key=lambda i: len(new.get(i, ())) - len(old.get(i, ())))
+    counts = {i: len(old.get(i, ())) for i in ports}
+    peak = sum(counts.values())
+    for i in ports:
+        plan = deployment_plan(old[i].flows if i in old else {},
+                               new[i].flows if i in new else {})
+        others = sum(c for j, c in counts.items() if j != i)
+        peak = max(peak, others + plan.peak)
+        counts[i] = len(new.get(i, ()))
+    return peak
 
 
 def _length_of(tables: Tables) -> int:

@@ -310,6 +310,7 @@ class RangeBoxesParams(LatencyParams):
     capacity: int = 0
 
     def __post_init__(self) -> None:
+        LatencyParams.__post_init__(self)
         check(self.value_bits in (0, 8, 16, 32), "value_bits must be 0, 8, 16 or 32")
         check(self.capacity >= 0, "capacity must be >= 0")
 
@@ -391,7 +392,9 @@ class RangeBoxes(ContentStrategy):
             builder.add_group(sw, gid, ports)
         old = self._made.get(sw, {})
         made = self._made[sw] = {}
-        for box in sorted(c.entries, key=lambda b: (-prio[b], b.bounds)):
+        # equal priorities (possible under the thesis rule only) go smallest box first:
+        # the order Container.lookup resolves ties in, kept by the stable lookup sort
+        for box in sorted(c.entries, key=lambda b: (-prio[b], b.volume, b.bounds)):
             ports = tuple(sorted(c.entries[box].ports))
             if not ports:
                 continue

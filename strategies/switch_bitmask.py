@@ -72,6 +72,8 @@ class SwitchBitmask(StackStrategy):
     dataplane = "source_routing"
     Params = SwitchBitmaskParams
     summary = "preorder switch/bitmask stack, one entry per tree switch, reactive pruning"
+    #: The rules depend on the topology only (runners install once per cell).
+    scope = "topology"
 
     def __init__(self, params: SwitchBitmaskParams | None = None) -> None:
         super().__init__(params)

@@ -84,6 +84,8 @@ class SwitchPort(StackStrategy):
     dataplane = "source_routing"
     Params = SwitchPortParams
     summary = "preorder switch/port label stack, one entry per output port (P4-Pub/Sub)"
+    #: The rules depend on the topology only (runners install once per cell).
+    scope = "topology"
 
     def __init__(self, params: SwitchPortParams | None = None) -> None:
         super().__init__(params)

@@ -100,6 +100,7 @@ class StateCost:
     multicast_groups: int = 0
     stages: int = 0  # tables in sequence on the deepest switch
     per_switch_tcam: Mapping[str, int] = field(default_factory=dict)
+    per_switch_sram: Mapping[str, int] = field(default_factory=dict)
 
 
 def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
@@ -122,11 +123,12 @@ def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
     filt: dict[str, int] = {}
     rep: dict[str, bool] = {}
     per_tcam: dict[str, int] = {}
+    per_sram: dict[str, int] = {}
     tcam = tbits = sram = sbits = groups = 0
     deepest = 0
     for sw, cfg in state.switches.items():
         n_filter = 0
-        sw_tcam = 0
+        sw_tcam = sw_sram = 0
         for table, entries in cfg.tables.items():
             spec = specs.get(table, TableSpec(key_bits={}))
             if filter_tables(table):
@@ -137,10 +139,12 @@ def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
                     sw_tcam += k
                     tbits += k * spec.key_width
                 else:
-                    sram += 1
+                    sw_sram += 1
                     sbits += spec.entry_bits
         tcam += sw_tcam
+        sram += sw_sram
         per_tcam[sw] = sw_tcam
+        per_sram[sw] = sw_sram
         filt[sw] = n_filter
         rep[sw] = bool(cfg.multicast_groups)
         groups += len(cfg.multicast_groups)
@@ -148,7 +152,7 @@ def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
             deepest = max(deepest, stages(sw) if callable(stages) else stages)
     return StateCost(filter_entries=filt, replicates=rep, tcam_entries=tcam, tcam_bits=tbits,
                      sram_entries=sram, sram_bits=sbits, multicast_groups=groups,
-                     stages=deepest, per_switch_tcam=per_tcam)
+                     stages=deepest, per_switch_tcam=per_tcam, per_switch_sram=per_sram)
 
 
 def exact_count(entries: tuple[TableEntry, ...]) -> int:
@@ -169,12 +173,16 @@ class TableCapacity:
             check(getattr(self, name) >= 0, f"capacity {name} must be >= 0")
 
     def overflowing_switches(self, state: ControlState, cost: StateCost) -> list[str]:
-        """Switches above a TCAM or group capacity (the strategies report, never evict)."""
+        """Switches above any per-switch capacity: TCAM entries (after expansion), SRAM
+        entries, multicast groups or stages (the strategies report, never evict)."""
         out = []
         for sw, cfg in state.switches.items():
-            if self.tcam_entries and cost.per_switch_tcam.get(sw, 0) > self.tcam_entries:
-                out.append(sw)
-            elif self.multicast_groups and len(cfg.multicast_groups) > self.multicast_groups:
+            over = (
+                (self.tcam_entries and cost.per_switch_tcam.get(sw, 0) > self.tcam_entries)
+                or (self.sram_entries and cost.per_switch_sram.get(sw, 0) > self.sram_entries)
+                or (self.multicast_groups and len(cfg.multicast_groups) > self.multicast_groups)
+                or (self.stages and cfg.tables and cost.stages > self.stages))
+            if over:
                 out.append(sw)
         return out
 

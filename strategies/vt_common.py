@@ -50,6 +50,7 @@ switches); digest ch. 5-7 §1.3, §1.4, §1.7, A8, A9.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -466,20 +467,38 @@ def validate_vt_params(p: VtParams) -> None:
           f"steiner must be sph, kou or mehlhorn; got {p.steiner!r}")
 
 
+_INSTALL_CACHE_SIZE = 32
+_installs: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], ControlState]] = OrderedDict()
+_COMPILED_CACHE_SIZE = 16
+_compiled: OrderedDict[int, tuple[ControlState, list[CompiledTree]]] = OrderedDict()
+
+
+def _lru_put(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > size:
+        cache.popitem(last=False)
+
+
 class VirtualTreeStrategy(Strategy):
     """Base of the VT strategies: subclasses yield :class:`Candidate` s.
 
     Installation does not depend on a notification's receivers
     (``scope="topology"``): the runner installs once per cell.
+
+    A class that sets ``cache_installs = True`` itself (not inherited) declares
+    that its candidates depend only on the topology, its parameters, the
+    controller's view of the workload (:func:`workload_view`) and
+    ``Knowledge.seed``; its installs are then shared, per process, by every
+    cell with the same of these (the cells of one seed at other churn levels
+    when the view is the 0 % layout, seed 000 §6.6.2), as the same
+    :class:`ControlState` object.
     """
 
     dataplane = "virtual_tree"
     Params = VtParams
     scope = "topology"
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._compiled: dict[int, tuple[ControlState, list[CompiledTree]]] = {}
+    cache_installs: bool = False
 
     def model(self) -> VirtualTreeDataPlane:
         return VirtualTreeDataPlane(label_format(self.params))
@@ -494,7 +513,36 @@ class VirtualTreeStrategy(Strategy):
         return {}
 
     # -- control plane --
+    def _install_key(self, topology: Topology, knowledge: Knowledge
+                     ) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+        """(cache key, objects whose identity it uses), or None when not cacheable."""
+        if not type(self).__dict__.get("cache_installs", False):
+            return None
+        if knowledge.receiver_sets or knowledge.stable:
+            return None
+        pop = knowledge.population
+        view_of = getattr(pop, "controller_view", None)
+        view = view_of() if callable(view_of) else pop
+        try:
+            hash(self.params)
+        except TypeError:
+            return None
+        refs = (topology, view)
+        return (type(self), self.params, knowledge.seed, *map(id, refs)), refs
+
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        cache = self._install_key(topology, knowledge)
+        if cache is not None:
+            hit = _installs.get(cache[0])
+            if hit is not None and all(a is b for a, b in zip(hit[0], cache[1], strict=True)):
+                _installs.move_to_end(cache[0])
+                return hit[1]
+        state = self._install(topology, knowledge)
+        if cache is not None:
+            _lru_put(_installs, cache[0], (cache[1], state), _INSTALL_CACHE_SIZE)
+        return state
+
+    def _install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)
         p = self.params
         inst = install_trees(topology, self.candidates(topology, knowledge),
@@ -518,15 +566,13 @@ class VirtualTreeStrategy(Strategy):
     # -- publisher --
     def compiled_trees(self, topology: Topology, state: ControlState) -> list[CompiledTree]:
         """The published VTs in the encoder's form (cached per state object)."""
-        hit = self._compiled.get(id(state))
+        hit = _compiled.get(id(state))
         if hit is not None and hit[0] is state:
             return hit[1]
         g = encoder_graph(topology)
         compiled = [compile_tree(topology, g, t.tree_id, t.edges)
                     for t in published_trees(state)]
-        if len(self._compiled) >= 8:
-            self._compiled.clear()
-        self._compiled[id(state)] = (state, compiled)
+        _lru_put(_compiled, id(state), (state, compiled), _COMPILED_CACHE_SIZE)
         return compiled
 
     def encoder_options(self) -> EncoderOptions:

@@ -228,6 +228,7 @@ class TopoBased(VirtualTreeStrategy):
     """Hierarchical star VTs at ToR, fabric and spine switches (§5.3.3)."""
 
     name = "topo-based"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = TopoBasedParams
     summary = "hierarchical star VTs of 2, 4, 8, ... children per switch (ch. 5)"
 
@@ -267,6 +268,7 @@ class PrunedTrees(VirtualTreeStrategy):
     """Broadcast trees pruned to publishers and subscribers (Algorithm 5.2)."""
 
     name = "vt-tree"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = TreeParams
     summary = "pruned broadcast tree per publisher (Algorithm 5.2; ch. 5)"
 
@@ -317,6 +319,7 @@ class Threshold(VirtualTreeStrategy):
     """Base trees of the frequent subscribers, then virtual paths (§5.3.5-5.3.6)."""
 
     name = "threshold"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = ThresholdParams
     summary = "base trees of subscribers >= threshold %, then virtual paths (ch. 5)"
 
@@ -334,6 +337,7 @@ class VirtualPaths(Threshold):
     """``threshold`` at 100 %: virtual paths host-ToR-fabric-spine (§5.3.5)."""
 
     name = "path"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = PathParams
     summary = "virtual paths host-ToR-fabric-spine (threshold 100 %; ch. 5)"
 

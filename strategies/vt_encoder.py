@@ -67,208 +67,29 @@ Seed 000 §5.2.4-5.2.7 (labels, Algorithm 5.1), [103] Shaikh & Shin
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
-import networkx as nx
+import numpy as np
 
+from strategies.vt_steiner import (
+    EncoderGraph,
+    compiled_available,
+    encoder_graph,
+    steiner_networkx,
+    steiner_sph,
+    steiner_sph_counted,
+    steiner_sph_within,
+)
 from topologies.model import Topology
+
+__all__ = ["CompiledTree", "EncoderGraph", "EncoderOptions", "VtEncoding", "compile_tree",
+           "encode_virtual_trees", "encoder_graph", "steiner_networkx", "steiner_sph",
+           "steiner_sph_within"]
 
 EncoderMode = Literal["sorted_single_pass", "best_improvement"]
 SteinerMethod = Literal["sph", "kou", "mehlhorn"]
-
-_INF = 1 << 30
-
-
-@dataclass(frozen=True, eq=False)
-class EncoderGraph:
-    """Integer-indexed view of a topology for the encoder (built once per topology).
-
-    Attributes
-    ----------
-    names : tuple of str
-        Switch names by index (the topology's switch order).
-    index : dict
-        Switch name -> index.
-    adj : tuple
-        Per switch: ``(neighbour index, edge id)`` of its switch links, in port order.
-    ends : tuple
-        Edge id -> ``(a, b)`` switch indices, or ``None`` for host links and
-        index 0.
-    host_link : dict
-        Host -> ``(switch index, edge id)``.
-    edge_count : int
-        Largest edge id + 1 (the length of per-edge flag arrays).
-    """
-
-    names: tuple[str, ...]
-    index: dict[str, int]
-    adj: tuple[tuple[tuple[int, int], ...], ...]
-    ends: tuple[tuple[int, int] | None, ...]
-    host_link: dict[str, tuple[int, int]]
-    edge_count: int
-
-
-@lru_cache(maxsize=64)
-def encoder_graph(topology: Topology) -> EncoderGraph:
-    """The :class:`EncoderGraph` of ``topology`` (cached per topology)."""
-    index = {s: i for i, s in enumerate(topology.switches)}
-    edge_count = max((lk.edge_id for lk in topology.links), default=0) + 1
-    ends: list[tuple[int, int] | None] = [None] * edge_count
-    adj: list[list[tuple[int, int]]] = [[] for _ in index]
-    host_link: dict[str, tuple[int, int]] = {}
-    for sw, i in index.items():
-        for info in topology.ports(sw).values():
-            j = index.get(info.neighbor)
-            if j is None:
-                host_link[info.neighbor] = (i, info.link.edge_id)
-                continue
-            adj[i].append((j, info.link.edge_id))
-            ends[info.link.edge_id] = (min(i, j), max(i, j))
-    return EncoderGraph(names=tuple(topology.switches), index=index,
-                        adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
-                        host_link=host_link, edge_count=edge_count)
-
-
-# -- Steiner heuristics ---------------------------------------------------------
-
-
-def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
-                virtual: bytearray | None = None,
-                adj: Sequence[Sequence[tuple[int, int]]] | None = None
-                ) -> tuple[list[int], list[int]]:
-    """Shortest-path Steiner heuristic on the 0/1-weighted switch graph.
-
-    Parameters
-    ----------
-    g : EncoderGraph
-    root : int
-        Switch index the tree grows from.
-    terminals : iterable of int
-        Switch indices to connect (the root may be among them).
-    virtual : bytearray, optional
-        Per edge id: 1 if the edge weighs 0 (a virtual-tree edge).
-    adj : sequence, optional
-        Adjacency to use instead of ``g.adj`` (e.g. an induced subgraph's);
-        the terminals must be connected in it.
-
-    Returns
-    -------
-    edges : list of int
-        Edge ids of the tree, each path in the order it was attached
-        (terminal end first).
-    nodes : list of int
-        Switch indices of the tree (root first).
-    """
-    result = steiner_sph_within(g, root, terminals, virtual, adj, None)
-    assert result is not None  # no budget: always a tree
-    return result
-
-
-def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
-                       virtual: bytearray | None,
-                       adj: Sequence[Sequence[tuple[int, int]]] | None,
-                       budget: int | None) -> tuple[list[int], list[int]] | None:
-    """:func:`steiner_sph` that gives up (returns None) as soon as the tree's weight
-    (its number of weight-1 links) plus its certain stops reaches ``budget``.
-
-    A weight-0 link between two tree switches that is not a tree link can never
-    join the tree (paths only add new switches), so it will be a stop label.
-    """
-    n = len(g.names)
-    virt = virtual if virtual is not None else bytearray(g.edge_count)
-    dist = [_INF] * n
-    pred = [-1] * n
-    pedge = [-1] * n
-    in_tree = bytearray(n)
-    if adj is None:
-        adj = g.adj
-    remaining = sorted(set(terminals) - {root})
-    edges: list[int] = []
-    nodes = [root]
-    weight = stops = 0
-    in_tree[root] = 1
-    sources = [root]
-    while True:
-        # 0-1 BFS from the newly added tree nodes (distances only decrease)
-        dq = deque(sources)
-        for s in sources:
-            dist[s] = 0
-        pop, left, right = dq.popleft, dq.appendleft, dq.append
-        while dq:
-            u = pop()
-            du = dist[u]
-            du1 = du + 1
-            for v, e in adj[u]:
-                if virt[e]:
-                    if du < dist[v]:
-                        dist[v] = du
-                        pred[v] = u
-                        pedge[v] = e
-                        left(v)
-                elif du1 < dist[v]:
-                    dist[v] = du1
-                    pred[v] = u
-                    pedge[v] = e
-                    right(v)
-        if not remaining:
-            return edges, nodes
-        best = remaining[0]
-        bd = dist[best]
-        for t in remaining:
-            if dist[t] < bd:
-                best, bd = t, dist[t]
-        if bd >= _INF:
-            raise ValueError(f"switch {g.names[best]} is not connected to the tree")
-        weight += bd
-        if budget is not None and weight + stops >= budget:
-            return None
-        path = []
-        v = best
-        while not in_tree[v]:
-            path.append(v)
-            edges.append(pedge[v])
-            v = pred[v]
-        path.reverse()
-        for v in path:
-            ev = pedge[v]
-            for w, e in adj[v]:
-                if virt[e] and in_tree[w] and e != ev and e != pedge[w]:
-                    stops += 1
-            in_tree[v] = 1
-        if budget is not None and weight + stops >= budget:
-            return None
-        nodes.extend(path)
-        remaining = [t for t in remaining if not in_tree[t]]
-        sources = path[::-1]  # terminal end first
-
-
-def steiner_networkx(g: EncoderGraph, root: int, terminals: Iterable[int],
-                     virtual: bytearray | None, method: str) -> tuple[list[int], list[int]]:
-    """Kou / Mehlhorn Steiner tree from networkx on a 0/1-weighted copy of the graph."""
-    virt = virtual if virtual is not None else bytearray(g.edge_count)
-    terms = sorted(set(terminals) | {root})
-    if len(terms) == 1:
-        return [], [root]
-    graph = nx.Graph()
-    graph.add_nodes_from(range(len(g.names)))
-    for e, pair in enumerate(g.ends):
-        if pair is not None:
-            graph.add_edge(pair[0], pair[1], weight=0 if virt[e] else 1, eid=e)
-    tree = nx.algorithms.approximation.steiner_tree(graph, terms, weight="weight", method=method)
-    # post-prune non-terminal leaves (the approximation may leave some)
-    keep = set(terms)
-    tree = nx.Graph(tree)
-    leaves = [v for v in tree if tree.degree(v) <= 1 and v not in keep]
-    while leaves:
-        tree.remove_nodes_from(leaves)
-        leaves = [v for v in tree if tree.degree(v) <= 1 and v not in keep]
-    edges = sorted(graph.edges[u, v]["eid"] for u, v in tree.edges())
-    nodes = [root] + sorted(set(tree.nodes) - {root})
-    return edges, nodes
 
 
 # -- compiled virtual trees -----------------------------------------------------
@@ -358,17 +179,28 @@ class _Problem:
     """One notification: terminals, host links and the Steiner routine."""
 
     def __init__(self, topology: Topology, g: EncoderGraph, publisher: str,
-                 receivers: frozenset[str], options: EncoderOptions) -> None:
+                 receivers: frozenset[str], options: EncoderOptions, compiled: bool = True
+                 ) -> None:
         self.g = g
         self.root = g.host_link[publisher][0]
         hosts = sorted(receivers, key=topology.host_id)
         self.terminal_hosts = frozenset(hosts) | {publisher}
         self.receiver_links = [g.host_link[h] for h in hosts]
+        self.receiver_edges = [e for _, e in self.receiver_links]
         self.terms = sorted({s for s, _ in self.receiver_links} | {self.root})
         self.term_mask = 0
         for t in self.terms:
             self.term_mask |= 1 << t
         self.options = options
+        #: the compiled SPH routine (same trees as ``steiner_sph_within``)
+        self.compiled = compiled and options.steiner == "sph" and compiled_available()
+        if self.compiled:
+            self.remaining = np.array(self.terms[1:] if self.terms[0] == self.root else
+                                      [t for t in self.terms if t != self.root], np.int64)
+            self.out = (np.empty(len(g.names), np.int64), np.empty(len(g.names), np.int64))
+            self.terminal_link = np.zeros(g.edge_count, np.uint8)
+            for h in self.terminal_hosts:
+                self.terminal_link[list(g.host_edges[h])] = 1
 
     def steiner(self, virtual: bytearray, budget: int | None = None
                 ) -> tuple[list[int], list[int]] | None:
@@ -377,7 +209,7 @@ class _Problem:
         return steiner_networkx(self.g, self.root, self.terms, virtual, self.options.steiner)
 
     def host_hops(self, virtual: bytearray) -> int:
-        return sum(1 for _, e in self.receiver_links if not virtual[e])
+        return len(self.receiver_edges) - sum(map(virtual.__getitem__, self.receiver_edges))
 
     def evaluate(self, trees: Sequence[CompiledTree], virtual: bytearray,
                  bound: int | None = None) -> _Eval | None:
@@ -386,6 +218,17 @@ class _Problem:
         budget = None if bound is None else bound - host - len(trees)
         if budget is not None and budget <= 0:
             return None
+        if self.compiled:
+            counted = steiner_sph_counted(self.g, self.root, self.remaining, virtual,
+                                          self.terminal_link, budget, self.out)
+            if counted is None:
+                return None
+            tree_edges, tree_nodes, weight, n_stops = counted
+            cost = weight + host + len(trees) + n_stops
+            if bound is not None and cost >= bound:
+                return None  # (the reference gives an evaluation that is never kept)
+            edges, nodes = tree_edges.tolist(), tree_nodes.tolist()
+            return _Eval(cost, edges, nodes, self.stops(trees, edges, nodes))
         found = self.steiner(virtual, budget)
         if found is None:
             return None
@@ -467,8 +310,16 @@ def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree], publ
         Tree ids in selection order, stop edge ids (ascending), hop edge ids
         grouped by switch in depth-first order of the delivery tree.
     """
+    return _encode(topology, trees, publisher, receivers, options)
+
+
+def _encode(topology: Topology, trees: Sequence[CompiledTree], publisher: str,
+            receivers: frozenset[str], options: EncoderOptions, compiled: bool = True
+            ) -> VtEncoding:
+    """:func:`encode_virtual_trees`; ``compiled=False`` runs the pure-Python Steiner
+    routine (the reference the compiled one is tested against)."""
     g = encoder_graph(topology)
-    prob = _Problem(topology, g, publisher, receivers, options)
+    prob = _Problem(topology, g, publisher, receivers, options, compiled)
     empty = bytearray(g.edge_count)
     best = prob.evaluate((), empty)
     assert best is not None

@@ -103,6 +103,7 @@ class Relation(VirtualTreeStrategy):
     """One Steiner VT per publisher over its subscribers (§6.4.2)."""
 
     name = "vt-relation"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = RelationParams
     summary = "one Steiner VT per publisher and its subscribers (ch. 6)"
 
@@ -117,6 +118,7 @@ class FreqRelation(Relation):
     """Relation VTs of the subscribers with frequency >= threshold (§6.4.2)."""
 
     name = "vt-freq-relation"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = FreqRelationParams
     summary = "one Steiner VT per publisher and its subscribers >= 30 % frequency (ch. 6)"
 
@@ -139,6 +141,7 @@ class Clusters(VirtualTreeStrategy):
     """Partitions restricted to the dense client clusters (§6.4.1)."""
 
     name = "vt-clusters"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = ClustersParams
     summary = "backbone + internal VTs of the dense client clusters (ch. 6)"
 
@@ -178,6 +181,7 @@ class Hybrid(VirtualTreeStrategy):
     """freq-relation and clusters VTs alternately, memory split in half (§6.5.3)."""
 
     name = "vt-hybrid"
+    cache_installs = True  # candidates: topology, params, view, seed
     Params = HybridParams
     summary = "freq-relation + clusters VTs round-robin, half the rules each (ch. 6)"
 

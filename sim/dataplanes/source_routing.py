@@ -88,7 +88,7 @@ Seed 000 §3.2-3.4 (Listings 3.1-3.7, Figs. 3.3-3.7); digest ch. 1-4 §2,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal, cast
 
@@ -325,7 +325,8 @@ class SourceRoutingDataPlane:
                         run.simplified += 1
                         self._copy(run, self._session_port(run, rule.param("clone_port")),
                                    list(stack), depth, cur, self._predictive(TAG_BITMASK))
-                        stack[index] = replace(entry, value=entry.value - rule.param("bit_pos"))
+                        stack[index] = StackEntry(entry.switch_id,
+                                                  entry.value - rule.param("bit_pos"), entry.tag)
                         pop = stack[index].value == 0
                 elif action == OWN_MCGROUP_ENTRY:
                     run.simplified += 1
@@ -365,7 +366,7 @@ class SourceRoutingDataPlane:
             run.simplified += 1
             self._copy(run, self._session_port(run, rule.param("clone_port")), list(stack),
                        depth, cur, predictive=False)
-            stack[0] = replace(entry, value=entry.value - rule.param("bit_pos"))
+            stack[0] = StackEntry(entry.switch_id, entry.value - rule.param("bit_pos"), entry.tag)
             if stack[0].value == 0:
                 run.dropped += 1  # all bits served: the original is discarded
                 return

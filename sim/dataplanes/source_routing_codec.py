@@ -145,13 +145,16 @@ def encode_stack(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
     if len(entries) > layout.max_entries:
         raise ValueError(f"{len(entries)} entries do not fit the {layout.size_bits}-bit Size "
                          f"field (size_bits={layout.size_bits})")
-    id_shift = layout.tag_bits + layout.value_bits
+    value_bits = layout.value_bits
+    id_shift = layout.tag_bits + value_bits
+    id_end, value_end, tag_end = 1 << layout.id_bits, 1 << value_bits, 1 << layout.tag_bits
     width = layout.entry_bytes
     out = [len(entries).to_bytes(layout.size_bytes, "big")]
     for e in entries:
-        layout.check(e)
-        word = (e.switch_id << id_shift) | (e.tag << layout.value_bits) | e.value
-        out.append(word.to_bytes(width, "big"))
+        sid, value, tag = e.switch_id, e.value, e.tag
+        if not (0 <= sid < id_end and 0 <= value < value_end and 0 <= tag < tag_end):
+            layout.check(e)  # raises, naming the field
+        out.append(((sid << id_shift) | (tag << value_bits) | value).to_bytes(width, "big"))
     return b"".join(out)
 
 

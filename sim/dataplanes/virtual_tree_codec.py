@@ -24,6 +24,7 @@ id; EtherType 0x9999); digest ch. 1-4 §2.1, §7.11 and ch. 5-7 §1.4.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,10 @@ KIND_INVALID = 0b00
 KIND_HOP = 0b01
 KIND_STOP = 0b10
 KIND_TREE = 0b11
+
+
+#: struct codes of the big-endian unsigned widths (bytes) that have one
+_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
 class FieldRangeError(ValueError):
@@ -157,6 +162,11 @@ class LabelFormat:
         if len(labels) > self.max_entries:
             raise FieldRangeError(f"stack of {len(labels)} labels does not fit the "
                                   f"{self.size_bits}-bit Size field (size_bits)")
+        n = len(labels)
+        code, size_code = _CODES.get(self.label_bytes), _CODES.get(self.size_bytes)
+        if code and size_code and (not n or (min(labels) >= 0
+                                             and max(labels) < 1 << self.label_bits)):
+            return struct.pack(f">{size_code}{n}{code}", n, *labels)  # same bytes, faster
         out = bytearray(len(labels).to_bytes(self.size_bytes, "big"))
         width = self.label_bytes
         for lab in labels:
@@ -191,11 +201,20 @@ class LabelFormat:
         if len(body) < end:
             raise StackDecodeError(f"Size announces {count} labels ({end} B) but only "
                                    f"{len(body)} B follow the Ethernet header")
+        code = _CODES.get(width)
+        if code:
+            return struct.unpack_from(f">{count}{code}", body, sb), end
         labels = tuple(int.from_bytes(body[i:i + width], "big") for i in range(sb, end, width))
         return labels, end
 
     def split_body(self, header: bytes, payload: bytes) -> tuple[tuple[int, ...], bytes]:
         """Labels and payload of a frame whose body is ``header + payload``."""
+        sb = self.size_bytes
+        if len(header) >= sb:  # the whole stack in ``header``: no concatenation
+            end = sb + int.from_bytes(header[:sb], "big") * self.label_bytes
+            if end <= len(header):
+                labels, _ = self.decode(header)
+                return labels, header[end:] + payload if end < len(header) else payload
         labels, end = self.decode(header + payload)
         return labels, (header + payload)[end:]
 

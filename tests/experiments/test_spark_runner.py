@@ -307,3 +307,22 @@ def _toml(spec: dict[str, dict[str, Any]]) -> str:
 
     return "".join(f"[{table}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items())
                    for table, body in spec.items())
+
+
+def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
+    """Cells that differ only in the churn level share the worker's caches: one task."""
+    levels = [f"clustered:scenario=nearby,churn={c}" for c in range(0, 101, 10)]
+    cells = [Cell(experiment="x", topology="zoo:Litnet", strategy=s, params=(),
+                  receivers=r, payload_bytes=50, seed=seed, notifications=20)
+             for s in ("vt-clusters", "vt-broadcast") for seed in range(1, 7) for r in levels]
+    parts = balance(cells, 12)
+    assert sorted(c.cell_id for p in parts for c in p) == sorted(c.cell_id for c in cells)
+    home = {}
+    for i, p in enumerate(parts):
+        for c in p:
+            home.setdefault((c.strategy, c.seed), set()).add(i)
+    assert all(len(v) == 1 for v in home.values())
+    assert len(parts) == 12
+    # a small spec is still spread: groups are split to at most their share
+    few = [c for c in cells if c.seed == 1 and c.strategy == "vt-clusters"]
+    assert len(balance(few, 6)) == 6

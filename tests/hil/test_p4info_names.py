@@ -39,8 +39,8 @@ from topologies.model import Topology
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 
-#: Families not in PROGRAMS (alm, the content-filtering families, ...) have no
-#: P4 program yet; their strategies are not checked here.
+#: Families not in PROGRAMS have no P4 program yet; their strategies are not
+#: checked here.
 
 #: Tables and actions of a program that no strategy writes, with the reason.
 _NOACTION = "default action of the exact-match tables (a miss)"
@@ -56,6 +56,22 @@ HELPER_ONLY: dict[str, dict[str, str]] = {
     "source_routing_mcgroup": {"NoAction": _NOACTION},
     "source_routing_mcgroup_subsets": {"NoAction": _NOACTION},
     "source_routing_mixed": {"NoAction": _NOACTION},
+    "prefix_filter": {"MyIngress.drop": "default action of dz_forward(_v6) (a miss drops)"},
+    "alm": {"NoAction": "default action of l2_forward (a miss tries broker_group) and "
+                        "replica_dst (a miss leaves the replica as is)",
+            "MyIngress.drop": "default action of broker_group (a miss in both tables drops)"},
+    **{f"range_filter_{layout}": {"MyIngress._drop": "default action of publish_subscribe"}
+       for layout in ("1x16", "2x16", "3x16", "1x32", "2x32", "3x32")},
+    **{f"kundel_{variant}_s{slots}": {"MyIngress.drop": "default action of event"}
+       for variant in ("id_k8", "bitmask_m32") for slots in (1, 2, 3)},
+    **{f"camus_{kind}_{fields}x32_up1": {
+        "NoAction": "default action of the field, port_role and up_ecmp tables (a miss)",
+        "MyIngress.drop": "default action of query_actions / query_flat (a miss drops)"}
+       for kind in ("bdd", "flat") for fields in (1, 2, 3)},
+    **{f"camus_{kind}_{fields}x32_up2": {
+        "NoAction": "default action of the field, port_role and up_ecmp tables (a miss)",
+        "MyIngress.drop": "default action of query_actions / query_flat (a miss drops)"}
+       for kind in ("bdd", "flat") for fields in (1, 2, 3)},
 }
 
 
@@ -63,9 +79,27 @@ HELPER_ONLY: dict[str, dict[str, str]] = {
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "tree": [{}, {"variant": "mcgroup"}],
     "switch-mcgroup": [{}, {"groups": "subsets", "subsets": 2}],
+    "pleroma-dz": [{}, {"encoding": "ipv6"}, {"flow_limit": 6, "algorithm": "history"}],
+    "range-boxes": [{}, {"value_bits": 32}],
+    "kundel-id": [{}, {"slots": 3}],
+    "kundel-bitmask": [{}, {"slots": 3}],
+    "camus-bdd": [{}, {"table": "one-big-table"}, {"policy": "MR", "alpha": 4}],
 }
 
 TOPOLOGIES = ("jellyfish:switches=8,degree=3,seed=1",)
+#: Extra topologies per family (camus: two up ports per switch on a fat tree).
+FAMILY_TOPOLOGIES = {"camus": ("fattree:k=4",)}
+
+#: Content workloads for the content-filter families (their strategies install
+#: from subscriptions and advertisements; their header layouts follow the
+#: event space, so each workload selects a program build).
+CONTENT_FAMILIES = ("prefix_filter", "range_filter", "kundel", "camus")
+CONTENT_WORKLOADS = tuple(f"content:subs=12,publishers=2,dims={d},bits=8,width=0.3"
+                          for d in (1, 2, 3))
+#: camus: Siena-like filters with equalities, so the exact field tables get entries
+FAMILY_WORKLOADS = {"camus": CONTENT_WORKLOADS + tuple(
+    f"content:subs=12,publishers=2,dims={d},bits=8,dist=siena,preds={p},ops=2/1/1/1,values=8"
+    for d in (1, 2, 3) for p in range(1, d + 1))}
 
 MATCH_KIND = {Exact: "EXACT", Ternary: "TERNARY", Lpm: "LPM", Range: "RANGE"}
 
@@ -177,6 +211,21 @@ def _knowledge(topology: Topology) -> Knowledge:
     return Knowledge(receiver_sets=receivers, stable=stable)
 
 
+def _content_knowledge(topology: Topology, workload: str) -> Knowledge:
+    from sim.receivers import receiver_model
+    from sim.seeds import child_rng
+
+    pop = receiver_model(workload).population(topology, child_rng(5, "population"))
+    return Knowledge(population=pop.at(0))
+
+
+def _knowledges(family: str, topology: Topology) -> list[tuple[str, Knowledge]]:
+    if family in CONTENT_FAMILIES:
+        return [(w, _content_knowledge(topology, w))
+                for w in FAMILY_WORKLOADS.get(family, CONTENT_WORKLOADS)]
+    return [("", _knowledge(topology))]
+
+
 @cache
 def all_states() -> tuple[tuple[str, str, ControlState], ...]:
     """(program, label, state) for every strategy that installs on the small topologies."""
@@ -190,16 +239,25 @@ def all_states() -> tuple[tuple[str, str, ControlState], ...]:
         if family not in PROGRAMS:
             continue
         for params in VARIANTS.get(name, [{}]):
-            program = program_for(family, name, params)
-            assert program is not None, f"no P4 program for {name}{params or ''}"
-            for spec in TOPOLOGIES:
+            for spec in TOPOLOGIES + FAMILY_TOPOLOGIES.get(family, ()):
                 topology = load_topology(spec)
-                strategy = make_strategy(name, params)
-                try:
-                    state = strategy.install(topology, _knowledge(topology))
-                except SpecError:
-                    continue  # needs another topology or workload (fabric, population)
-                out.append((program, f"{name}{params or ''}@{spec}", state))
+                for workload, knowledge in _knowledges(family, topology):
+                    strategy = make_strategy(name, params)
+                    try:
+                        state = strategy.install(topology, knowledge)
+                    except SpecError:
+                        continue  # needs another topology or workload (fabric, population)
+                    # builds per header layout follow the installed model; camus
+                    # builds are per switch (their up-port count)
+                    label = f"{name}{params or ''}@{spec}" + (f" {workload}" if workload else "")
+                    model = strategy.model()
+                    by_program: dict[str, dict[str, Any]] = {}
+                    for sw, config in state.switches.items():
+                        program = program_for(family, name, params, model, config)
+                        assert program is not None, f"no P4 program for {name}{params or ''}"
+                        by_program.setdefault(program, {})[sw] = config
+                    for program, configs in sorted(by_program.items()):
+                        out.append((program, label, ControlState(switches=configs)))
     return tuple(out)
 
 
@@ -262,7 +320,9 @@ def test_every_program_is_exercised_by_some_strategy():
 
 @pytest.mark.parametrize("program", ALL_PROGRAMS)
 def test_program_outputs_are_committed(program):
-    source = "source_routing" if program.startswith("source_routing_") else program
+    # builds of one source with -D flags (p4/Makefile) are named <source>_<variant>
+    source = next((base for base in ("source_routing", "range_filter", "kundel", "camus")
+                   if program.startswith(base + "_")), program)
     assert (P4_DIR / f"{source}.p4").is_file(), f"p4/{source}.p4 missing"
     for suffix in (".json", ".p4info.txtpb"):
         assert (P4_DIR / f"{program}{suffix}").is_file(), f"p4/{program}{suffix} missing"

@@ -179,3 +179,20 @@ def test_updates_never_lose_a_port_the_unlimited_flows_need(seed: int) -> None:
                     phys = model.physical.get(sw, {}).get(port) or PrefixTable()
                     for r in cell_representatives(sorted(set(ref.flows) | set(phys.flows))):
                         assert phys.lpm(r) >= ref.lpm(r), (run, sw, port)
+
+
+@pytest.mark.parametrize("algorithm", ["min-space", "history"])
+def test_churn_never_deploys_above_the_limit(algorithm: str) -> None:
+    """Unsubscribing restores unlimited flows; the switch must stay within its limit
+    (effective limit deployed, limit = effective + 1 at the transient peak, seed 001 §5.5)."""
+    topology = load_topology("fattree:k=4")
+    pop = receiver_model("content:subs=60,publishers=4,subscribers=12,dims=2,bits=12,"
+                         "width=0.2,dist=zipf,churn=1").population(topology,
+                                                                   child_rng(1, "population"))
+    strategy = make_strategy("pleroma-dz", {"max_dz": 8, "window": 500, "flow_limit": 40,
+                                            "algorithm": algorithm})
+    _, out = _run(strategy, topology, pop, 40, churn=True)
+    assert max(m["flows_max"] for _, m, _ in out) <= 39
+    assert max(m["flows_peak"] for _, m, _ in out) <= 40
+    assert max(m["merge_ratio"] for _, m, _ in out) > 0  # the limit binds
+    assert all(d.false_negatives == 0 for d, _, _ in out)

@@ -131,3 +131,100 @@ def test_latency_model_linear_in_entries() -> None:
     assert model.lookup_us(1) == pytest.approx(6.4)
     assert model.lookup_us(530) == pytest.approx(6.4 + 529 * 1.12)  # ~600 us at 530 entries
     assert max(cost.filter_entries.values()) >= 10
+
+
+def test_deleting_a_cause_removes_its_overlap_and_its_port() -> None:
+    """Seed 004 §4.3 "delete base flow": the overlap A30-50 & B30-50 lives while both
+    causes do; deleting one leaves the other alone with its own ports."""
+    c = Container(redundancy_queue=False)
+    b1 = c.add(Box(((10, 50), (10, 50))), 1)
+    b2 = c.add(Box(((30, 70), (30, 70))), 2)
+    c.remove(b2)
+    assert list(c.entries) == [Box(((10, 50), (10, 50)))]
+    assert c.entries[Box(((10, 50), (10, 50)))].ports == {1}
+    assert c.lookup((40, 40)) == {1} and c.lookup((60, 60)) == frozenset()
+    c.remove(b1)
+    assert not c.entries and not c.bases
+
+
+def test_deleting_a_nested_flow_keeps_the_container_and_other_overlaps() -> None:
+    c = Container(redundancy_queue=False)
+    c.add(Box(((0, 99), (0, 99))), 1)            # container, port 1
+    inner = c.add(Box(((10, 20), (10, 20))), 2)  # inside it, port 2
+    c.add(Box(((15, 60), (15, 60))), 3)          # overlaps both
+    assert c.entries[Box(((15, 20), (15, 20)))].ports == {1, 2, 3}
+    c.remove(inner)
+    assert set(c.entries) == {Box(((0, 99), (0, 99))), Box(((15, 60), (15, 60)))}
+    assert c.entries[Box(((15, 60), (15, 60)))].ports == {1, 3}
+    assert c.lookup((12, 12)) == {1} and c.lookup((30, 30)) == {1, 3}
+
+
+def test_redundancy_queue_partial_cover_and_dequeue_on_delete() -> None:
+    """Seed 004's figure: a new port-1 box covers two port-1 boxes (queued) and only
+    partly covers a third (kept); deleting a queued flow only dequeues it."""
+    c = Container(redundancy_queue=True)
+    blue = c.add(Box(((2, 4), (2, 4))), 1)
+    green = c.add(Box(((6, 8), (6, 8))), 1)
+    red = c.add(Box(((8, 12), (8, 12))), 1)
+    c.add(Box(((0, 9), (0, 9))), 1)
+    assert c.queue == {blue, green} and red in c.active
+    assert c.lookup((3, 3)) == {1} and c.lookup((11, 11)) == {1}
+    before = dict(c.entries)
+    c.remove(green)
+    assert c.queue == {blue} and green not in c.bases and c.entries == before
+    # a queued flow with another port is not redundant
+    other = c.add(Box(((2, 4), (2, 4))), 2)
+    assert other in c.active and c.lookup((3, 3)) == {1, 2}
+
+
+def _installed_ports(cfg, values):
+    entry = fast_lookup(cfg, "MyIngress.publish_subscribe", *values)
+    assert entry == cfg.lookup("MyIngress.publish_subscribe", *values)
+    if entry is None:
+        return frozenset()
+    (_, value), = entry.params
+    if entry.action == "MyIngress.set_outport":
+        return frozenset({value})
+    return frozenset(cfg.multicast_groups[value].ports)
+
+
+@given(st.lists(st.tuples(st.tuples(st.tuples(st.integers(0, 15), st.integers(0, 15)),
+                                    st.tuples(st.integers(0, 15), st.integers(0, 15))),
+                          st.integers(1, 3), st.booleans()), min_size=1, max_size=10),
+       st.sampled_from(["volume", "inverse-volume", "count", "thesis"]), st.booleans())
+def test_installed_table_forwards_exactly_the_wanted_ports_through_churn(ops, rule,
+                                                                         queue) -> None:
+    """Adds and deletes in any order; after each, the P4 table the strategy writes
+    (fast lookup and SwitchConfig lookup) gives every point exactly its base flows' ports."""
+    from strategies.range_boxes import RangeBoxes
+
+    strategy = make_strategy("range-boxes", {"priority": rule, "redundancy_queue": queue})
+    assert isinstance(strategy, RangeBoxes)
+    c = Container(redundancy_queue=queue, space_volume=256)
+    ids: list[int] = []
+    for (xs, ys), port, delete in ops:
+        box = Box((tuple(sorted(xs)), tuple(sorted(ys))))
+        if delete and ids:
+            c.remove(ids.pop(0))
+        else:
+            ids.append(c.add(box, port))
+        b = StateBuilder()
+        strategy._fill(b, "s1", c)
+        cfg = b.build(["s1"]).config("s1")
+        for e in itertools.product(range(0, 16, 3), range(1, 16, 4)):
+            assert _installed_ports(cfg, e) == c.wanted(e)
+
+
+def test_table_grows_faster_than_the_subscriptions() -> None:
+    """Seed 004 §5.1: uniform boxes make the closure grow much faster than linearly."""
+    topology = load_topology("fattree:k=4")
+    busiest = {}
+    for subs in (10, 20, 40):
+        spec = (f"content:subs={subs},publishers=1,subscribers=7,dims=2,bits=16,"
+                "dist=uniform,width=0.25")
+        pop = receiver_model(spec).population(topology, child_rng(8, "population"))
+        strategy = make_strategy("range-boxes")
+        state = strategy.install(topology, Knowledge(population=pop.at(0)))
+        busiest[subs] = max(strategy.state_cost(topology, state).filter_entries.values())
+    assert busiest[10] >= 10 - 1  # at least the (non-redundant) base boxes
+    assert busiest[40] / busiest[20] > 2 and busiest[20] / busiest[10] > 2

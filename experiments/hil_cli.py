@@ -1,0 +1,90 @@
+"""The ``stackcast hil`` subcommands (hardware in the loop, issue 7).
+
+``stackcast hil validate`` replays a strategy's notifications on BMv2 (hop or
+network mode) and compares them with the model; exit status 0 when every
+check agrees, 1 when some disagree, 2 for bad input or when BMv2 cannot run
+here. BMv2 and P4Runtime modules are imported inside the command only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EXIT_MISMATCH = 1
+EXIT_BAD_INPUT = 2
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from experiments.cli import CliError, _params
+    from hil.bmv2 import Bmv2Error
+    from hil.netns import NetnsError, signals_as_interrupt
+    from hil.validate import HilUnavailable, validate
+
+    if args.notifications < 1:
+        raise CliError("--notifications must be >= 1")
+    if args.quiet_ms <= 0:
+        raise CliError("--quiet-ms must be > 0")
+    options = {"quiet_s": args.quiet_ms / 1e3, "log_level": args.bmv2_log_level}
+    try:
+        with signals_as_interrupt():
+            report = validate(args.topology, args.strategy, args.notifications, mode=args.mode,
+                              seed=args.seed, receivers=args.receivers,
+                              payload_bytes=args.payload_bytes, params=_params(args.param),
+                              progress=not args.no_progress and sys.stderr.isatty(),
+                              **options)
+    except HilUnavailable as exc:
+        raise CliError(str(exc)) from None
+    except (Bmv2Error, NetnsError) as exc:
+        print(f"stackcast: BMv2 failed: {exc}", file=sys.stderr)
+        return EXIT_MISMATCH
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.format_text())
+    return 0 if report.match_rate == 1.0 else EXIT_MISMATCH
+
+
+def add_hil_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """Register ``stackcast hil``; returns its sub-parsers so others can add actions."""
+    hil = sub.add_parser("hil", help="hardware in the loop: check the model against BMv2")
+    hsub = hil.add_subparsers(dest="hil_command", required=True, metavar="ACTION")
+    val = hsub.add_parser(
+        "validate", help="replay notifications on BMv2 (simple_switch_grpc, needs root) and "
+                         "compare deliveries, emitted frames and passes with the model")
+    val.add_argument("--topology", required=True, help="topology spec, e.g. zoo:Dfn")
+    val.add_argument("--strategy", required=True,
+                     help="strategy name (stackcast list strategies)")
+    val.add_argument("--notifications", type=int, required=True,
+                     help="random notifications to replay")
+    val.add_argument("--mode", choices=["hop", "network"], default="hop",
+                     help="hop: one BMv2 reconfigured per switch, any size (default); "
+                          "network: one BMv2 per switch, small topologies")
+    val.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
+    val.add_argument("--receivers", default="uniform:percent=30",
+                     help="receiver model spec (default uniform:percent=30)")
+    val.add_argument("--payload-bytes", type=int, default=50, help="event size (default 50)")
+    val.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                     help="strategy parameter (repeatable)")
+    val.add_argument("--quiet-ms", type=float, default=None,
+                     help="quiescence window per check in ms (default 20 hop, 100 network); "
+                          "disagreeing checks are retried once with a long window")
+    val.add_argument("--bmv2-log-level", default="off",
+                     choices=["off", "error", "warn", "info", "debug", "trace"],
+                     help="BMv2 log level (logs live in a temporary directory; default off)")
+    val.add_argument("--no-progress", action="store_true", help="no progress bar")
+    val.add_argument("--json", action="store_true",
+                     help="one JSON object: notifications, switch_visits, match_rate, "
+                          "mismatches, ...")
+    val.set_defaults(func=_validate_defaults)
+    from experiments.hil_replay_cli import add_replay_parser
+
+    add_replay_parser(hsub)
+    return hsub
+
+
+def _validate_defaults(args: argparse.Namespace) -> int:
+    if args.quiet_ms is None:
+        args.quiet_ms = 20.0 if args.mode == "hop" else 100.0
+    return cmd_validate(args)

@@ -1,0 +1,233 @@
+"""Network mode: one BMv2 per switch, wired like the topology (issue 7).
+
+Every topology link becomes a veth pair in one namespace made for the run:
+switch ``s<i>`` port ``p`` is interface ``s<i>p<p>``; a host's end of its
+access link is ``h<j>`` (``i``, ``j`` the topology's switch and host ids).
+Each switch runs its own ``simple_switch_grpc``; the program is pushed once
+per switch and every notification's :class:`~sim.control.ControlState`
+reached by P4Runtime writes (deletes first). The publisher's encoded packets
+go in at its host interface; a raw socket on every switch interface records
+what the switch sends (``PACKET_OUTGOING``), so each directed link is
+captured once, at its sending end; the run waits for quiescence and reads
+every switch's ``pass_counter``.
+
+Compared per notification with the static engine: the hosts reached with
+copy counts, and per switch the frames sent on each port (exact bytes, as
+multisets: this fixes frames and bytes of every link) and the passes.
+Suited to small topologies (up to ~16 switches: one process each).
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from hil.bmv2 import Bmv2Switch, crash_check
+from hil.capture import Capture
+from hil.compare import Report, compare_delivered, compare_switch, port_frames
+from hil.hop import model_visits, reconfigure_writes
+from hil.netns import Namespace
+from hil.programs import Program
+from sim.control import SwitchConfig
+
+log = logging.getLogger(__name__)
+
+#: More switches than this take long to start and exceed small machines.
+MAX_SWITCHES = 32
+
+
+def iface_names(topology) -> dict[tuple[str, int], str]:  # noqa: ANN001
+    """(node, port) -> interface name, for every switch port and host port."""
+    names: dict[tuple[str, int], str] = {}
+    for s in topology.switches:
+        for p in topology.ports(s):
+            names[(s, p)] = f"s{topology.switch_id(s)}p{p}"
+    for h in topology.hosts:
+        names[(h, 1)] = f"h{topology.host_id(h)}"
+    return names
+
+
+class Network:
+    """BMv2 switches wired as ``topology``; a context manager that removes it all."""
+
+    def __init__(self, topology, program: Program, *, quiet_s: float = 0.1,  # noqa: ANN001
+                 retry_quiet_s: float = 1.0, max_s: float = 30.0,
+                 startup_timeout_s: float = 30.0, log_level: str = "off",
+                 client_factory: Callable | None = None) -> None:
+        if len(topology.switches) > MAX_SWITCHES:
+            raise ValueError(f"network mode runs one BMv2 per switch: {topology.name} has "
+                             f"{len(topology.switches)} switches, at most {MAX_SWITCHES} "
+                             "allowed (use --mode hop)")
+        self.topology = topology
+        self.program = program
+        self.quiet_s = quiet_s
+        self.retry_quiet_s = retry_quiet_s
+        self.max_s = max_s
+        self.startup_timeout_s = startup_timeout_s
+        self.log_level = log_level
+        self._client_factory = client_factory
+        self.names = iface_names(topology)
+        self.ns: Namespace | None = None
+        self.switches: dict[str, Bmv2Switch] = {}
+        self.clients: dict[str, object] = {}
+        self.capture: Capture | None = None
+        self._loaded: dict[str, SwitchConfig] = {}
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> Network:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        if self._client_factory is None:
+            from hil.p4rt import SwitchClient
+
+            self._client_factory = SwitchClient
+        topo = self.topology
+        self._tmp = tempfile.TemporaryDirectory(prefix="stackcast-net-")
+        self.ns = Namespace()
+        self.ns.create()
+        done: set[tuple[str, int]] = set()
+        for s in topo.switches:
+            for p, info in topo.ports(s).items():
+                if (s, p) in done:
+                    continue
+                far = (info.neighbor, info.neighbor_port)
+                self.ns.add_veth(self.names[(s, p)], self.names[far])
+                done |= {(s, p), far}
+        for s in topo.switches:
+            ports = {p: self.names[(s, p)] for p in topo.ports(s)}
+            sw = Bmv2Switch(self.ns, s, ports, Path(self._tmp.name),
+                            index=topo.switch_id(s), log_level=self.log_level)
+            sw.launch()
+            self.switches[s] = sw
+        for sw in self.switches.values():
+            sw.wait_ready(self.startup_timeout_s)
+        for s, sw in self.switches.items():
+            client = self._client_factory(sw.grpc_addr, sw.device_id, self.program)
+            self.clients[s] = client
+            client.push_pipeline()
+        keys = {(s, p): self.names[(s, p)] for s in topo.switches for p in topo.ports(s)}
+        keys |= {(h, 1): self.names[(h, 1)] for h in topo.hosts}
+        self.capture = Capture(self.ns, keys)
+
+    def close(self) -> None:
+        steps = [c.close for c in self.clients.values()]
+        steps += [lambda: self.capture and self.capture.close()]
+        steps += [sw.stop for sw in self.switches.values()]
+        steps += [lambda: self.ns and self.ns.delete(), lambda: self._tmp and self._tmp.cleanup()]
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001  (clean up the rest regardless)
+                log.exception("network mode clean-up step failed")
+        self.clients, self.switches = {}, {}
+        self.capture = self.ns = self._tmp = None
+
+    def load(self, state) -> int:  # noqa: ANN001
+        """Install ``state`` (a ControlState) on every switch; the writes made."""
+        writes = 0
+        for s, client in self.clients.items():
+            new = state.config(s)
+            old = self._loaded.get(s)
+            if old is new:
+                continue
+            self._loaded.pop(s, None)
+            if old is None:
+                writes += client.write_config(new)
+            else:
+                ops = reconfigure_writes(old, new)
+                client.apply(ops)
+                writes += len(ops)
+            self._loaded[s] = new
+        return writes
+
+    def counters(self) -> dict[str, int]:
+        return {s: c.read_counter() for s, c in self.clients.items()}
+
+    def inject(self, publisher: str, frames: Iterable[bytes], quiet_s: float
+               ) -> tuple[dict[str, dict], dict[str, int]]:
+        """Send ``frames`` from ``publisher``; per switch the frames per port and passes."""
+        with crash_check(self.switches.values()):
+            self.capture.drain()
+            before = self.counters()
+            for frame in frames:
+                self.capture.send((publisher, 1), frame)
+            got = self.capture.collect(quiet_s, self.max_s)
+            after = self.counters()
+            for sw in self.switches.values():
+                sw.check_alive()
+        sent: dict[str, list[tuple[int, bytes]]] = {}
+        for f in got:
+            node, port = f.key
+            if f.outgoing and node in self.switches:
+                sent.setdefault(node, []).append((port, f.data))
+        return ({s: port_frames(v) for s, v in sent.items()},
+                {s: after[s] - before[s] for s in self.switches})
+
+    def check(self, item, strategy, report: Report) -> None:  # noqa: ANN001
+        """Validate one notification (a CellNotification) and add it to ``report``."""
+        topo = self.topology
+        delivery, visits = model_visits(topo, strategy, item)
+        note = item.notification.notification_id
+        expected: dict[str, list[tuple[int, bytes]]] = {}
+        for v in visits:
+            expected.setdefault(v.switch, []).extend(v.emits)
+        want = {s: port_frames(v) for s, v in expected.items()}
+        want_passes = {s: c.passes for s, c in delivery.switches.items()}
+        frames = [p.to_bytes() for p in delivery.encoding.packets]
+        with crash_check(self.switches.values()):
+            self.load(item.state)
+
+        def compare(quiet_s: float) -> tuple[list, list, dict, dict]:
+            got, passes = self.inject(item.notification.publisher, frames, quiet_s)
+            per_switch = []
+            for s in topo.switches:
+                if s in want or s in got or passes[s]:
+                    per_switch.append(compare_switch(note, s, want.get(s, {}), got.get(s, {}),
+                                                     want_passes.get(s, 0), passes[s]))
+            reached: dict[str, int] = {}
+            for s, ports in got.items():
+                for p, counter in ports.items():
+                    info = topo.ports(s)[p]
+                    if topo.is_host(info.neighbor):
+                        reached[info.neighbor] = reached.get(info.neighbor, 0) + sum(
+                            counter.values())
+            return per_switch, compare_delivered(note, delivery.delivered, reached), got, passes
+
+        per_switch, delivered, got, passes = compare(self.quiet_s)
+        if delivered or any(per_switch):
+            report.retries += 1
+            time.sleep(self.retry_quiet_s)
+            per_switch, delivered, got, passes = compare(self.retry_quiet_s)
+        report.notifications += 1
+        report.frames += len(frames) + sum(sum(c.values()) for ports in got.values()
+                                           for c in ports.values())
+        report.passes += sum(passes.values())
+        for found in per_switch:
+            report.add_visit(found)
+        report.add_delivery(delivered)
+
+
+def run_network(topology, strategy, program: Program, items: Iterable, report: Report, *,
+                total: int | None = None, progress: bool = False, **options) -> Report:  # noqa: ANN001
+    """Validate every notification of ``items`` in network mode; fills ``report``."""
+    from tqdm import tqdm
+
+    start = time.monotonic()
+    with Network(topology, program, **options) as net:
+        for item in tqdm(items, total=total, unit="notification", disable=not progress,
+                         leave=False, desc=f"network {strategy.name}"):
+            net.check(item, strategy, report)
+    report.seconds += time.monotonic() - start
+    return report

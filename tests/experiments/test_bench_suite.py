@@ -1,0 +1,101 @@
+"""``stackcast bench`` (issue 9): wiring in the default run, the measurements on demand.
+
+The default run checks the harness on small inputs (every figure present,
+ratios computed from their parts, the fast-path cross-check, the ch6 subset);
+``-m benchmark`` runs the real suite on the issue's networks.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments import bench_suite
+from experiments.cli import main
+
+SMALL = "jellyfish:switches=16,degree=3,hosts=1,seed=1"
+
+
+def test_static_item_on_a_small_network():
+    out = bench_suite.bench_static(reps=1, notifications=30, ref_notifications=4,
+                                   topology=SMALL)
+    assert set(out["strategies"]) == set(bench_suite.STATIC_STRATEGIES)
+    for name, r in out["strategies"].items():
+        assert r["fast_per_s"] > 0 and r["reference_per_cpu_s"] > 0
+        assert r["ratio"] == pytest.approx(r["fast_per_cpu_s"] / r["reference_per_cpu_s"])
+        assert (r["target"] is not None) == (name == "switch-bitmask")
+    bitmask = out["strategies"]["switch-bitmask"]
+    assert bitmask["target"]["met"] == (bitmask["fast_per_cpu_s"] >= 20_000)
+    assert out["cell_rows"]["per_cpu_s"] > 0
+
+
+def test_static_item_refuses_a_wrong_fast_path(monkeypatch):
+    """The suite cross-checks the fast path against the reference before timing it."""
+    from sim import fast_static
+
+    real = fast_static.FastStatic.metrics
+
+    def off_by_one(self, *args, **kwargs):
+        return [None if m is None else {**m, "lookups": m["lookups"] + 1}
+                for m in real(self, *args, **kwargs)]
+
+    monkeypatch.setattr(fast_static.FastStatic, "metrics", off_by_one)
+    with pytest.raises(RuntimeError, match="disagrees with the reference"):
+        bench_suite.bench_static(reps=1, notifications=6, ref_notifications=2, topology=SMALL,
+                                 strategies=["switch-bitmask"])
+
+
+def test_ch6_subset_is_deterministic_and_spread():
+    from experiments.spec import load_spec
+
+    spec = load_spec(bench_suite.CH6_SPEC)
+    a, b = bench_suite.SubsetSpec(spec, 0.01), bench_suite.SubsetSpec(spec, 0.01)
+    assert [c.cell_id for c in a.cells()] == [c.cell_id for c in b.cells()]
+    assert a.total == len(spec.cells()) and 0.005 * a.total < len(a.cells()) < 0.02 * a.total
+    assert len({c.strategy for c in a.cells()}) > 3 and len({c.topology for c in a.cells()}) == 3
+    assert set(c.cell_id for c in a.cells()) <= set(c.cell_id for c in
+                                                     bench_suite.SubsetSpec(spec, 0.05).cells())
+    with pytest.raises(ValueError, match="--fraction must be in"):
+        bench_suite.SubsetSpec(spec, 0)
+
+
+def test_cli_rejects_bad_items_and_fractions(capsys):
+    assert main(["bench", "--items", "static,warp"]) == 2
+    assert "unknown item 'warp'" in capsys.readouterr().err
+    assert main(["bench", "ch6", "--fraction", "1.5"]) == 2
+    assert "--fraction must be in (0, 1]" in capsys.readouterr().err
+
+
+def test_format_names_every_item_and_extrapolation():
+    static = bench_suite.bench_static(reps=1, notifications=10, ref_notifications=2,
+                                      topology=SMALL, strategies=["switch-bitmask"])
+    result = {"cpus": 2, "reps": 1, "load_avg": [1.0, 1.0, 1.0],
+              "load_avg_end": [1.0, 1.0, 1.0],
+              "items": {"static": static,
+                        "ch6": {"master": "local[2]", "wall_s": 1200.0, "extrapolated": True,
+                                "cells_run": 250, "cells_total": 24750, "fraction": 0.01,
+                                "session_start_s": 3.0, "spark_cells_per_s": 20.0,
+                                "ratio": 1.8, "reference": {"cells_per_s": 11.0},
+                                "target": bench_suite._judge("ch6", "wall_s", 1200.0)}}}
+    text = bench_suite.format_suite(result)
+    assert "switch-bitmask" in text and "EXTRAPOLATED from 250 of 24,750 cells" in text
+    assert "<= 900 s: NOT met" in text
+
+
+@pytest.mark.benchmark
+def test_suite_on_the_issue_networks(capsys):
+    """The real measurement (select with -m benchmark; Spark skipped without Java)."""
+    assert main(["bench", "--reps", "3", "--quiet", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    static = doc["items"]["static"]["strategies"]
+    assert static["switch-bitmask"]["ratio"] > 10
+    print(json.dumps(doc, indent=2))
+
+
+@pytest.mark.benchmark
+def test_ch6_end_to_end_fraction(capsys):
+    assert main(["bench", "ch6", "--fraction", "0.01", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "EXTRAPOLATED" in out
+    print(out)
