@@ -210,6 +210,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise CliError(f"--fraction must be in (0, 1], got {args.fraction}")
         if args.reps < 1:
             raise CliError(f"--reps must be >= 1, got {args.reps}")
+        if args.notifications < 1:
+            raise CliError(f"--notifications must be >= 1, got {args.notifications}")
         suite = run_suite(items, reps=args.reps, fraction=args.fraction,
                           progress=not args.quiet, spark_cells=args.cells,
                           static_notifications=args.notifications)

@@ -112,7 +112,23 @@ class Report:
     seconds: float = 0.0
     #: Checks repeated with a long quiescence window after a first disagreement.
     retries: int = 0
+    #: What differed on the first attempt of the retried checks (kind -> count):
+    #: "missing frames", "unexpected frames", "passes", "delivered".
+    retry_reasons: Counter[str] = field(default_factory=Counter)
     mismatches: list[Mismatch] = field(default_factory=list)
+
+    def retried(self, first: list[Mismatch]) -> None:
+        """Count a check replayed after its first attempt disagreed with ``first``."""
+        self.retries += 1
+        for m in first:
+            if m.what == "frames":
+                want, got = Counter(m.expected), Counter(m.actual)
+                if want - got:
+                    self.retry_reasons["missing frames"] += 1
+                if got - want:
+                    self.retry_reasons["unexpected frames"] += 1
+            else:
+                self.retry_reasons[m.what] += 1
 
     def add_visit(self, mismatches: list[Mismatch]) -> None:
         self.switch_visits += 1
@@ -137,6 +153,7 @@ class Report:
             "delivery_checks": self.delivery_checks,
             "deliveries_matched": self.deliveries_matched,
             "frames": self.frames, "passes": self.passes, "retries": self.retries,
+            "retry_reasons": dict(sorted(self.retry_reasons.items())),
             "match_rate": self.match_rate, "seconds": round(self.seconds, 3),
             "mismatches": [m.to_json() for m in self.mismatches],
         }

@@ -201,7 +201,7 @@ class HopSwitch:
         found = compare_switch(v.notification, v.switch, expected, frames, v.passes, passes,
                                detail)
         if found:
-            report.retries += 1
+            report.retried(found)
             time.sleep(self.retry_quiet_s)
             frames, passes = self.run(v.in_port, v.frame, self.retry_quiet_s)
             found = compare_switch(v.notification, v.switch, expected, frames, v.passes,

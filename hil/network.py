@@ -207,7 +207,7 @@ class Network:
 
         per_switch, delivered, got, passes = compare(self.quiet_s)
         if delivered or any(per_switch):
-            report.retries += 1
+            report.retried(delivered + [m for found in per_switch for m in found])
             time.sleep(self.retry_quiet_s)
             per_switch, delivered, got, passes = compare(self.retry_quiet_s)
         report.notifications += 1

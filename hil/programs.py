@@ -10,9 +10,9 @@ Some builds depend on the data-plane model's configuration, which a
 strategy derives from the workload at install time (the content filters'
 header layouts: attributes, value widths, slots). Their entries take the
 model (``strategy.model()`` after ``install``) as a third argument, and
-``camus`` also the switch's :class:`~sim.control.SwitchConfig` (its ECMP
-modulus, the number of up ports, is compiled in), so its build is chosen
-per switch.
+``camus`` also the installed :class:`~sim.control.ControlState` or one
+switch's :class:`~sim.control.SwitchConfig` (its ECMP modulus, the number of
+up ports, is compiled in).
 """
 
 from __future__ import annotations
@@ -68,9 +68,11 @@ def _camus(name: str, params: Mapping[str, Any], model: Any = None,
            config: Any = None) -> str:
     """``camus_<bdd|flat>_<fields>x<value_bits>_up<n>`` (p4/camus.p4).
 
-    ``n`` is the switch's number of ``MyIngress.up_ecmp`` entries (the
-    model's ECMP modulus; a switch with none never sends up and runs the
-    ``up1`` build).
+    ``n`` is the number of ``MyIngress.up_ecmp`` entries (the model's ECMP
+    modulus) of the switch (``config`` a ``SwitchConfig``) or of every switch
+    that has any (``config`` a ``ControlState``; they must agree, as on fat
+    trees and spanning trees). A switch with none never sends up and runs
+    any build (``up1`` when no switch has up ports).
     """
     layout = _need_model("camus", name, model, "layout")
     flat = params.get("table", "bdd") == "one-big-table"
@@ -79,9 +81,15 @@ def _camus(name: str, params: Mapping[str, Any], model: Any = None,
                          f"annotation order {tuple(model.header_fields)}; the model's BDD "
                          f"order is {tuple(model.fields)} (order='constants' has no build)")
     if config is None:
-        raise ValueError(f"strategy {name!r}: the camus build depends on the switch's up "
-                         f"ports; pass the switch's SwitchConfig")
-    up = max(1, len(config.tables.get("MyIngress.up_ecmp", ())))
+        raise ValueError(f"strategy {name!r}: the camus build depends on the switches' up "
+                         f"ports; pass the installed ControlState (or one SwitchConfig)")
+    configs = config.switches.values() if hasattr(config, "switches") else (config,)
+    counts = {len(c.tables.get("MyIngress.up_ecmp", ())) for c in configs} - {0}
+    if len(counts) > 1:
+        raise ValueError(f"strategy {name!r}: switches have {sorted(counts)} up ports; the "
+                         f"camus builds compile the ECMP modulus in, so choose one per switch "
+                         f"(pass each SwitchConfig)")
+    up = max(counts, default=1)
     kind = "flat" if flat else "bdd"
     return f"camus_{kind}_{layout.dims}x{layout.value_bits}_up{up}"
 
@@ -123,7 +131,8 @@ def program_name(family: str, strategy: str, params: Mapping[str, Any],
 
     ``model`` is the strategy's data-plane model (``strategy.model()`` after
     install); families built per header layout need it. ``config`` is the
-    switch's ``SwitchConfig``; ``camus`` needs it (per-switch builds).
+    installed ``ControlState`` or one switch's ``SwitchConfig``; ``camus``
+    needs it (its up-port count is compiled in).
     """
     target = PROGRAMS.get(family)
     return target(strategy, params, model, config) if callable(target) else target

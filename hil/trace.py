@@ -29,6 +29,8 @@ Lines, one record per line, each with a ``"record"`` kind:
     switch visit in order: ``switch``, ``in_port``, ``frame``, ``emits``
     ``[[port, hex], ...]``, ``passes``), which hop mode replays one by one.
 
+A FILE name ending in ``.gz`` is written and read gzip-compressed (states of
+receiver-scoped strategies repeat most entries: about 20x smaller).
 The trace is computed in-process with the static engine whatever ``--engine``
 runs the experiment; timed cells get their zero-load outcome.
 The publisher information of a state (what encoders were told) is not
@@ -39,6 +41,7 @@ and raises :class:`TraceError` naming the line and field of the first problem.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -115,6 +118,12 @@ class Trace:
 
 
 # -- writing ------------------------------------------------------------------------
+
+
+def _open(path: Path, mode: str, gz: bool) -> IO[str]:
+    """A text file, gzip-compressed when ``gz`` (trace names ending in ``.gz``)."""
+    return gzip.open(path, mode + "t") if gz else path.open(mode)  # type: ignore[return-value]
+
 
 
 def _match_kinds(config: SwitchConfig) -> dict[str, list[list[Any]]]:
@@ -236,7 +245,7 @@ def write_trace(cells: Iterable[Any], path: str | Path,
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
     try:
-        with tmp.open("w") as out:
+        with _open(tmp, "w", gz=path.suffix == ".gz") as out:
             out.write(json.dumps({"record": "trace", "format": FORMAT, "version": VERSION})
                       + "\n")
             for cell in cells:
@@ -426,7 +435,7 @@ def _notification(line: _Line, states: Mapping[int, ControlState]) -> TraceNotif
 
 
 def _lines(path: Path) -> Iterator[tuple[int, _Line]]:
-    with path.open() as f:
+    with _open(path, "r", gz=path.suffix == ".gz") as f:
         for n, text in enumerate(f, 1):
             if not text.strip():
                 continue

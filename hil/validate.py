@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from hil.bmv2 import BINARY, find_binary
 from hil.compare import Report
+from hil.netns import remove_stale
 from hil.programs import PROGRAMS, Program, program_for
+
+log = logging.getLogger(__name__)
 
 MODES = ("hop", "network")
 
@@ -36,6 +40,8 @@ def preflight() -> None:
     if os.geteuid() != 0:
         raise HilUnavailable("hil validate needs root (it creates network namespaces, veth "
                              "pairs and raw sockets)")
+    for name in remove_stale():  # left by runs that were killed with SIGKILL
+        log.warning("removed stale network namespace %s", name)
 
 
 def strategy_params(strategy: Any) -> dict[str, Any]:
@@ -85,7 +91,8 @@ def validate(topology: str, strategy: str, notifications: int, *, mode: str = "h
                              "network mode has no broker processes (use --mode hop)")
     items = cell_notifications(cell, topo, strat)
     first = next(items)  # installs once: builds that depend on the installed model need it
-    program = program_for(strat.dataplane, strategy, strategy_params(strat), strat.model())
+    program = program_for(strat.dataplane, strategy, strategy_params(strat), strat.model(),
+                          first.state)  # camus: its up-port count is compiled in
     report = Report(mode, topology, strategy, program.name)
     items = itertools.chain([first], items)
     return run(mode, topo, strat, program, items, report, notifications, progress, options)

@@ -403,6 +403,11 @@ _PLAN_CACHE_SIZE = 64
 _plans: OrderedDict[tuple[Any, ...], tuple[Topology, ClusteredPopulation]] = OrderedDict()
 
 
+def clear_plan_cache() -> None:
+    """Forget the cached plans of :func:`clustered_population` (tests, memory)."""
+    _plans.clear()
+
+
 def _rng_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
     """Everything that fixes the draws of ``rng`` and of the generators it spawns;
     None if that cannot be told (then nothing is cached)."""

@@ -116,7 +116,7 @@ class _Tables:
     ----------
     node : global node index; parent : preorder number of the parent (root:
     -1); end : preorder number after the subtree; depth : hops from the root;
-    delay : delay of the link parent -> node (s); is_host : bool;
+    delay : delay of the link parent -> node (s); is_switch : 1 for switches, 0 for hosts;
     pos_of : ``[root, global node]`` -> preorder number.
     """
 
@@ -129,7 +129,7 @@ class _Tables:
         self.node, self.parent, self.end, self.depth, self.pos_of = (
             np.zeros((s, n), np.int32) for _ in range(5))
         self.delay = np.zeros((s, n), np.float64)
-        self.is_host = np.zeros((s, n), bool)
+        self.is_switch = np.zeros((s, n), np.int64)
         self.built = np.zeros(s, bool)
 
     @property
@@ -177,7 +177,7 @@ class _Tables:
                 parent[i] = num[p]
                 depth[i] = depth[num[p]] + 1
                 delay[i] = topology.ports(x)[topology.port_to(x, p)].link.delay_s
-        self.is_host[r] = node >= self.n_switches
+        self.is_switch[r] = node < self.n_switches
         self.built[r] = True
 
 
@@ -235,6 +235,14 @@ def _family(strategy: Strategy, topology: Topology) -> _Family | None:
                    entry_bytes=layout.entry_bytes,
                    max_entries=min(layout.max_entries, strategy.stack_size),  # type: ignore[attr-defined]
                    frame_limit=limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Receivers:
+    """Receivers of a batch: global node indices, notification after notification."""
+
+    ids: np.ndarray
+    counts: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,10 +310,11 @@ class FastStatic:
         max_passes = np.maximum.reduceat(b.passes, starts).tolist()
         entries, hdr_l, pub_bytes = b.entries.tolist(), hdr.tolist(), b.pub_bytes.tolist()
         worst_ms = (worst * 1e3).tolist()
+        n_recvs = recv.counts.tolist()
         for j, i in enumerate(ok):
             if not fits[j]:
                 continue
-            n_recv = len(recv[j])
+            n_recv = n_recvs[j]
             out[i] = {
                 "delivered": n_recv, "false_positives": 0,
                 "false_negatives": len(receiver_sets[i]) - n_recv, "duplicates": 0,
@@ -347,39 +356,41 @@ class FastStatic:
 
     # -- internals --------------------------------------------------------------
     def _inputs(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]]
-                ) -> tuple[list[int], np.ndarray, list[list[int]], np.ndarray]:
+                ) -> tuple[list[int], np.ndarray, _Receivers, np.ndarray]:
         """Indices of the notifications the fast path takes, their root rows,
         receivers (global node indices) and access-link delays."""
         topo, gid = self.topology, self._gid
         n_sw = self.tables.n_switches
         ok: list[int] = []
         roots: list[int] = []
-        recv: list[list[int]] = []
+        flat: list[int] = []
+        counts: list[int] = []
         delay: list[float] = []
         for i, (pub, rs) in enumerate(zip(publishers, receiver_sets, strict=True)):
             if pub in rs or not topo.is_host(pub):
                 continue  # hops raises; stack strategies drop the publisher: reference
             try:
-                ids = [gid[h] for h in rs]
+                ids = list(map(gid.__getitem__, rs))
             except KeyError:
                 continue
             if not ids or min(ids) < n_sw:
                 continue  # nothing to send, or a switch named as receiver
             ok.append(i)
             roots.append(gid[topo.host_switch(pub)])
-            recv.append(ids)
+            flat.extend(ids)
+            counts.append(len(ids))
             delay.append(topo.ports(pub)[1].link.delay_s)
+        recv = _Receivers(np.asarray(flat, np.intp), np.asarray(counts, np.intp))
         return ok, np.asarray(roots, np.intp), recv, np.asarray(delay, np.float64)
 
-    def _run(self, rows: np.ndarray, recv: list[list[int]], pub_delay: np.ndarray,
+    def _run(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
              payload_bytes: int) -> _Batch:
         t, fam, d = self.tables, self.family, self.delays
         t.ensure(rows)
         n, nb = t.size, len(rows)
         # tree nodes: preorder ranges [i, end) holding a receiver
-        counts = np.fromiter((len(r) for r in recv), np.intp, nb)
-        bidx = np.repeat(np.arange(nb), counts)
-        rgid = np.fromiter((g for r in recv for g in r), np.intp, int(counts.sum()))
+        bidx = np.repeat(np.arange(nb), recv.counts)
+        rgid = recv.ids
         hits = np.zeros((nb, n + 1), np.int32)
         hits[bidx, t.pos_of[rows[bidx], rgid] + 1] = 1
         below_recv = hits.cumsum(axis=1, dtype=np.int32)  # receivers before preorder k
@@ -398,14 +409,11 @@ class FastStatic:
         comp = np.empty(nb * n, np.intp)
         comp[idx] = np.arange(k)
         par = comp[b_of * n + np.maximum(t.parent.ravel()[tix], 0)]
-        marked_cs = np.zeros((nb, n + 1), np.int32)
-        np.cumsum(marked, axis=1, out=marked_cs[:, 1:])
-        below = marked_cs.ravel()[b_of * (n + 1) + t.end.ravel()[tix]] - rank - 1
         m = np.bincount(par, minlength=k)              # tree children (+1 at roots)
         m[starts] -= 1
         lv = t.depth.ravel()[tix]
         by_level = np.argsort(lv.astype(np.int16), kind="stable")  # by depth (radix sort)
-        is_sw = (~t.is_host.ravel()[tix]).astype(np.int64)  # 1 for switches, 0 for hosts
+        is_sw = t.is_switch.ravel()[tix]               # 1 for switches, 0 for hosts
         # hosts have no children, no arriving stack to scan: every count below is 0 for them
         if fam.kind == "bitmask":
             before = np.cumsum(is_sw) - is_sw          # tree switches before, whole batch
@@ -426,6 +434,9 @@ class FastStatic:
             carried = entries[b_of] - 1 - pos[par]
         else:
             entries = np.diff(np.append(starts, k)) - 1
+            marked_cs = np.zeros((nb, n + 1), np.int32)
+            np.cumsum(marked, axis=1, out=marked_cs[:, 1:])
+            below = marked_cs.ravel()[b_of * (n + 1) + t.end.ravel()[tix]] - rank - 1
             if fam.predictive:                         # port predictive, hops
                 trailing = (rank[par] + below[par] - rank) * nr
                 passes = below + np.bincount(par, weights=trailing, minlength=k).astype(np.int64)

@@ -473,6 +473,12 @@ _COMPILED_CACHE_SIZE = 16
 _compiled: OrderedDict[int, tuple[ControlState, list[CompiledTree]]] = OrderedDict()
 
 
+def clear_install_cache() -> None:
+    """Forget the shared installs and compiled trees of :class:`VirtualTreeStrategy`."""
+    _installs.clear()
+    _compiled.clear()
+
+
 def _lru_put(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
     cache[key] = value
     cache.move_to_end(key)

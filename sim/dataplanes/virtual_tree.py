@@ -401,6 +401,11 @@ def _exact_index(config: SwitchConfig, table: str, width: int
 _memos: dict[int, _Memo] = {}
 
 
+def clear_lookup_memo() -> None:
+    """Forget the memoised lookups of every configuration."""
+    _memos.clear()
+
+
 def _memo(config: SwitchConfig, fmt: LabelFormat) -> _Memo:
     """The lookup memo of ``config`` under ``fmt`` (both are immutable)."""
     memo = _memos.get(id(config))

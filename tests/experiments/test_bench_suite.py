@@ -56,8 +56,9 @@ def test_ch6_subset_is_deterministic_and_spread():
     assert len({c.strategy for c in a.cells()}) > 3 and len({c.topology for c in a.cells()}) == 3
     assert set(c.cell_id for c in a.cells()) <= set(c.cell_id for c in
                                                      bench_suite.SubsetSpec(spec, 0.05).cells())
+    assert len(bench_suite.SubsetSpec(spec, 0).cells()) == 1
     with pytest.raises(ValueError, match="--fraction must be in"):
-        bench_suite.SubsetSpec(spec, 0)
+        bench_suite.SubsetSpec(spec, 1.5)
 
 
 def test_cli_rejects_bad_items_and_fractions(capsys):

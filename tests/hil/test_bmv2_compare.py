@@ -64,6 +64,9 @@ def test_report_match_rate_and_json():
                                   "what": "frames", "expected": [A.hex()], "actual": [],
                                   "detail": "bmv2 sent 0 unexpected, 1 missing"}]
     assert "notification 1, switch s1, port 1: frames differ" in r.format_text()
+    r.retried(compare_switch(1, "s1", port_frames([(1, A)]), port_frames([(1, B)]), 1, 2))
+    assert r.retries == 1 and r.retry_reasons == {
+        "missing frames": 1, "unexpected frames": 1, "passes": 1}
     empty = Report("hop", "t", "s", "p")
     assert empty.match_rate == 1.0
 

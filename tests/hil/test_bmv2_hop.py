@@ -99,6 +99,7 @@ def test_a_wrong_expectation_is_reported():
         hop.check(wrong, report)
     assert report.switch_visits == 2 and report.visits_matched == 1
     assert report.retries == 1  # the disagreeing visit was replayed once
+    assert report.retry_reasons == {"missing frames": 1, "passes": 1}
     kinds = sorted(m.what for m in report.mismatches)
     assert kinds == ["frames", "passes"]
     frames = next(m for m in report.mismatches if m.what == "frames")

@@ -83,7 +83,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "range-boxes": [{}, {"value_bits": 32}],
     "kundel-id": [{}, {"slots": 3}],
     "kundel-bitmask": [{}, {"slots": 3}],
-    "camus-bdd": [{}, {"table": "one-big-table"}, {"policy": "MR", "alpha": 4}],
+    "camus-bdd": [{}, {"table": "one-big-table"}],
 }
 
 TOPOLOGIES = ("jellyfish:switches=8,degree=3,seed=1",)

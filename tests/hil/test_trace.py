@@ -99,7 +99,7 @@ topology = ["{TOPOLOGY}"]
 strategy = ["switch-port", "tree"]
 receivers = ["uniform:percent=30"]
 """)
-    trace = tmp_path / "tiny.trace"
+    trace = tmp_path / "tiny.trace.gz"
     code = main(["run", str(spec), "--engine", "local", "--out", str(tmp_path / "out"),
                  "--quiet", "--trace", str(trace), "--trace-cells", "2",
                  "--trace-notifications", "2"])
