@@ -6,8 +6,9 @@ alternate, so a background load hits both alike):
 static
     Static-engine notifications per second on the 255-switch jellyfish of
     seed 000 ch. 3 at 30 % receivers, 50 B payload, for switch-bitmask,
-    switch-port and hops: the fast path (:mod:`sim.fast_static`, one batch of
-    ``notifications``) against the pass-by-pass reference
+    switch-port and hops: the fast path (:mod:`sim.fast_static`, its numba
+    kernel where numba is installed, on ``notifications`` at once) against
+    the pass-by-pass reference
     (:func:`sim.static.run_notification` on the first ``ref_notifications``).
     The fast figures are only reported if the fast path's metrics equal the
     reference's on those notifications. One process: per second of CPU time
@@ -159,7 +160,7 @@ def bench_static(reps: int = 3, notifications: int = 400, ref_notifications: int
                                f"{name}; not reporting its speed")
         fast_per_cpu = _median(fast_c)
         out["strategies"][name] = {
-            "fast_per_s": _median(fast_w), "fast_per_cpu_s": fast_per_cpu,
+            "impl": fast.impl, "fast_per_s": _median(fast_w), "fast_per_cpu_s": fast_per_cpu,
             "reference_per_s": _median(ref_w), "reference_per_cpu_s": _median(ref_c),
             "ratio": fast_per_cpu / _median(ref_c),
             "target": _judge("static", name, fast_per_cpu),
@@ -398,7 +399,8 @@ def format_suite(result: dict[str, Any]) -> str:
                      f"({s['notifications']} notifications fast, {s['ref_notifications']} "
                      "reference)")
         for name, r in s["strategies"].items():
-            lines.append(f"  {name:<16} fast {r['fast_per_cpu_s']:>9,.0f}/s "
+            lines.append(f"  {name:<16} fast ({r.get('impl', 'numpy')}) "
+                         f"{r['fast_per_cpu_s']:>9,.0f}/s "
                          f"(wall {r['fast_per_s']:,.0f}/s)  reference "
                          f"{r['reference_per_cpu_s']:>7,.1f}/s  = {r['ratio']:,.0f}x"
                          + _mark(r["target"]))

@@ -88,7 +88,7 @@ def bar_chart(records: Sequence[dict[str, Any]], out: str | Path,
               metrics: Sequence[str] = ("bytes_per_note", "link_fp_rate", "state_entries",
                                         "control_writes")) -> Path:
     """One panel per metric (three per row), one horizontal bar per strategy/params
-    (log scale where the values span more than two decades)."""
+    (log scale where the positive values span more than two decades)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,8 +110,12 @@ def bar_chart(records: Sequence[dict[str, Any]], out: str | Path,
         ax.invert_yaxis()
         ax.set_title(m.replace("_", " "), fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
-        if min(vals) > 0 and max(vals) / min(vals) > 100:
-            ax.set_xscale("log")
+        positive = [v for v in vals if v > 0]
+        if positive and max(positive) / min(positive) > 100:
+            if len(positive) == len(vals):
+                ax.set_xscale("log")
+            else:  # zeros stay visible (at 0) next to the decades
+                ax.set_xscale("symlog", linthresh=min(positive))
         ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = Path(out)

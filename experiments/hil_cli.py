@@ -20,6 +20,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from experiments.cli import CliError, _params
     from hil.bmv2 import Bmv2Error
     from hil.netns import NetnsError, signals_as_interrupt
+    from hil.p4rt import P4RuntimeError
     from hil.validate import HilUnavailable, validate
 
     if args.notifications < 1:
@@ -36,7 +37,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                               **options)
     except HilUnavailable as exc:
         raise CliError(str(exc)) from None
-    except (Bmv2Error, NetnsError) as exc:
+    except (Bmv2Error, NetnsError, P4RuntimeError) as exc:
+        # the target refused or lost the run (a write BMv2 rejects, a crash): not a model
+        # verdict, but the run failed, so the status is non-zero
         print(f"stackcast: BMv2 failed: {exc}", file=sys.stderr)
         return EXIT_MISMATCH
     if args.json:

@@ -32,7 +32,10 @@ out once in preorder with children in port order, so a subtree is an index
 range. A notification's delivery tree is the set of nodes whose range holds
 a receiver (prefix sums over the receivers), its stack positions are prefix
 sums over that set, and every count above is a gather or a ``bincount`` over
-the tree's nodes, for a batch of notifications at once.
+the tree's nodes, for a batch of notifications at once. Where numba is
+installed, :mod:`sim.fast_static_jit` computes the same in one compiled loop
+per notification (``impl="jit"``, the default then; ``impl="numpy"`` or
+``STACKCAST_NO_JIT=1`` forces the array version); both are property-tested.
 
 Link delays and the analytic delay model of seed 000 §3.5.4 are applied in
 exactly the reference's order of floating-point operations, so arrival
@@ -271,13 +274,23 @@ class FastStatic:
     """
 
     def __init__(self, topology: Topology, strategy: Strategy, family: _Family,
-                 delays: DelayModel) -> None:
+                 delays: DelayModel, impl: str = "auto") -> None:
+        from sim.fast_static_jit import batch_kernel
+
+        if impl not in ("auto", "jit", "numpy"):
+            raise ValueError(f"impl must be auto, jit or numpy; got {impl!r}")
+        if impl == "jit" and batch_kernel is None:
+            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
+        #: "jit" (the compiled kernel of :mod:`sim.fast_static_jit`) or "numpy"
+        self.impl = "jit" if impl == "jit" or (impl == "auto" and batch_kernel) else "numpy"
         self.topology = topology
         self.strategy = strategy
         self.family = family
         self.delays = delays
         self.tables = _tables(topology)
         self._gid = self.tables.gid
+        self._hosts = frozenset(topology.hosts)
+        self._buffers: dict[str, np.ndarray] = {}
 
     # -- public API -------------------------------------------------------------
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
@@ -359,22 +372,16 @@ class FastStatic:
                 ) -> tuple[list[int], np.ndarray, _Receivers, np.ndarray]:
         """Indices of the notifications the fast path takes, their root rows,
         receivers (global node indices) and access-link delays."""
-        topo, gid = self.topology, self._gid
-        n_sw = self.tables.n_switches
+        topo, gid, hosts = self.topology, self._gid, self._hosts
         ok: list[int] = []
         roots: list[int] = []
         flat: list[int] = []
         counts: list[int] = []
         delay: list[float] = []
         for i, (pub, rs) in enumerate(zip(publishers, receiver_sets, strict=True)):
-            if pub in rs or not topo.is_host(pub):
-                continue  # hops raises; stack strategies drop the publisher: reference
-            try:
-                ids = list(map(gid.__getitem__, rs))
-            except KeyError:
-                continue
-            if not ids or min(ids) < n_sw:
-                continue  # nothing to send, or a switch named as receiver
+            if not rs or pub in rs or pub not in hosts or not rs <= hosts:
+                continue  # nothing to send; the publisher or a non-host receiving: reference
+            ids = list(map(gid.__getitem__, rs))
             ok.append(i)
             roots.append(gid[topo.host_switch(pub)])
             flat.extend(ids)
@@ -385,8 +392,53 @@ class FastStatic:
 
     def _run(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
              payload_bytes: int) -> _Batch:
+        self.tables.ensure(rows)
+        if self.impl == "jit":
+            return self._run_jit(rows, recv, pub_delay, payload_bytes)
+        return self._run_numpy(rows, recv, pub_delay, payload_bytes)
+
+    def _run_jit(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
+                 payload_bytes: int) -> _Batch:
+        from sim.fast_static_jit import BITMASK, HOPS, PORT_PREDICTIVE, PORT_REACTIVE, batch_kernel
+
         t, fam, d = self.tables, self.family, self.delays
-        t.ensure(rows)
+        kind = {"bitmask": BITMASK, "hops": HOPS}.get(
+            fam.kind, PORT_PREDICTIVE if fam.predictive else PORT_REACTIVE)
+        nb = len(rows)
+        out_i = self._buffer("out_i", (7, nb * t.size), np.int64)
+        out_t = self._buffer("out_t", (nb * t.size,), np.float64)
+        scratch = self._buffer("scratch", (9, max(nb * t.size, t.size + 1)), np.int64)
+        mark = self._buffer("mark", (t.size,), np.int64)  # zeros, and the kernel leaves it so
+        starts = np.empty(nb, np.int64)
+        entries = np.empty(nb, np.int64)
+        base = ETH_HEADER_BYTES + payload_bytes + fam.size_bytes
+        if batch_kernel is None:  # numba went away after construction
+            raise RuntimeError("the compiled fast-path kernel is not available")
+        k = batch_kernel(kind, t.parent, t.end, t.delay, t.is_switch, t.node, t.pos_of, rows,
+                         recv.ids, recv.counts, pub_delay, d.feed_in_s, d.switch_s, d.pass_s,
+                         base, fam.entry_bytes, out_i, out_t, starts, entries, scratch, mark)
+        node, par, frame_bytes, passes, recirculations, lookups, simplified = out_i[:, :k]
+        return _Batch(starts=starts, node=node, parent=par, t=out_t[:k],
+                      frame_bytes=frame_bytes, passes=passes, recirculations=recirculations,
+                      lookups=lookups, simplified=simplified, entries=entries,
+                      pub_bytes=base + fam.entry_bytes * entries)
+
+    def _buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A reused work array at least ``shape`` large (fresh memory costs page faults).
+
+        The :class:`_Batch` of :meth:`_run_jit` views these arrays: it is only
+        valid until the next call, which is how :meth:`metrics` and
+        :meth:`delivery` use it.
+        """
+        buf = self._buffers.get(name)
+        if buf is None or any(have < want for have, want in zip(buf.shape, shape, strict=True)):
+            buf = np.zeros(shape, dtype)
+            self._buffers[name] = buf
+        return buf  # whole (contiguous, one compiled signature); callers use a prefix
+
+    def _run_numpy(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
+                   payload_bytes: int) -> _Batch:
+        t, fam, d = self.tables, self.family, self.delays
         n, nb = t.size, len(rows)
         # tree nodes: preorder ranges [i, end) holding a receiver
         bidx = np.repeat(np.arange(nb), recv.counts)
@@ -476,11 +528,12 @@ class FastStatic:
 
 
 def fast_static_for(topology: Topology, strategy: Strategy,
-                    delays: DelayModel = DelayModel()) -> FastStatic | None:
+                    delays: DelayModel = DelayModel(), impl: str = "auto") -> FastStatic | None:
     """A :class:`FastStatic` for ``strategy`` on ``topology``, or None when the
-    fast path does not cover it (then use :func:`sim.static.run_notification`)."""
+    fast path does not cover it (then use :func:`sim.static.run_notification`).
+    ``impl``: "jit" (numba kernel), "numpy", or "auto" (the kernel when numba is there)."""
     family = _family(strategy, topology)
-    return None if family is None else FastStatic(topology, strategy, family, delays)
+    return None if family is None else FastStatic(topology, strategy, family, delays, impl)
 
 
 STATIC_PATHS = ("auto", "fast", "reference")

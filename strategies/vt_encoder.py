@@ -38,7 +38,11 @@ at the smallest 0/1 distance to the current tree along its shortest path
 BFS). Distances are maintained incrementally (0-1 BFS from each newly added
 path), integer-indexed, with no graph copies. ``steiner="kou"`` /
 ``"mehlhorn"`` call :func:`networkx.algorithms.approximation.steiner_tree`
-on a weighted copy of the switch graph (slow; for comparison).
+on a weighted copy of the switch graph (slow; for comparison). The routines
+live in :mod:`strategies.vt_steiner`; with numba installed the SPH runs as a
+compiled kernel (:mod:`strategies.vt_steiner_jit`, same trees link for link,
+property-tested), which also counts the candidate's stop labels, so a
+candidate that does not pay is rejected without building its stop set.
 
 Deviations from the literal pseudo-code (digest ch. 5-7 §1.6, A1-A3):
 

@@ -223,7 +223,17 @@ class VirtualTreeDataPlane:
         passes = lookups = drops = 0
         # clones: (pass that made it, egress port, its stack, first label it scans)
         clones: list[tuple[int, int, list[int], int]] = []
+        active = memo.active
         while True:
+            if remaining == 0 and active is not None:
+                # labels that miss check_hop and check_tree: one pass and two lookups
+                # each, nothing else (the pass below, in fewer steps)
+                label = stack[index]
+                while label not in active and index + 1 < n_labels:
+                    passes += 1
+                    lookups += 2
+                    index += 1
+                    label = stack[index]
             passes += 1
             label = stack[index]
             remove = False
@@ -344,8 +354,8 @@ class _Memo:
     model would raise them.
     """
 
-    __slots__ = ("config", "fmt", "hop", "tree", "stop_sets", "stop", "extract", "_hop_entries",
-                 "_tree_entries")
+    __slots__ = ("config", "fmt", "hop", "tree", "stop_sets", "stop", "extract", "active",
+                 "_hop_entries", "_tree_entries")
 
     def __init__(self, config: SwitchConfig, fmt: LabelFormat) -> None:
         self.config = config
@@ -356,6 +366,11 @@ class _Memo:
         self.extract: dict[int, tuple[int, int]] = {}  # remaining ports -> (port, bit)
         self._hop_entries = _exact_index(config, CHECK_HOP, 1)
         self._tree_entries = _exact_index(config, CHECK_TREE, 1)
+        #: labels that hit check_hop or check_tree (None: not both all-exact)
+        self.active: frozenset[int] | None = None
+        if self._hop_entries is not None and self._tree_entries is not None:
+            self.active = frozenset(k[0] for k in self._hop_entries) | frozenset(
+                k[0] for k in self._tree_entries)
         stops = _exact_index(config, CHECK_STOP, 2)
         #: clone port -> labels that stop it (None: check_stop is not all-exact)
         self.stop_sets: dict[int, frozenset[int]] | None = None

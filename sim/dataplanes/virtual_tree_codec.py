@@ -159,14 +159,13 @@ class LabelFormat:
             If there are more labels than ``Size`` can count or a label is
             wider than ``label_bits``.
         """
-        if len(labels) > self.max_entries:
+        n = len(labels)
+        lay = _layout(self)
+        if n > lay.max_entries:
             raise FieldRangeError(f"stack of {len(labels)} labels does not fit the "
                                   f"{self.size_bits}-bit Size field (size_bits)")
-        n = len(labels)
-        code, size_code = _CODES.get(self.label_bytes), _CODES.get(self.size_bytes)
-        if code and size_code and (not n or (min(labels) >= 0
-                                             and max(labels) < 1 << self.label_bits)):
-            return struct.pack(f">{size_code}{n}{code}", n, *labels)  # same bytes, faster
+        if lay.packed and (not n or (min(labels) >= 0 and max(labels) < lay.limit)):
+            return lay.stack(n).pack(n, *labels)  # the bytes of the loop below, faster
         out = bytearray(len(labels).to_bytes(self.size_bytes, "big"))
         width = self.label_bytes
         for lab in labels:
@@ -192,31 +191,76 @@ class LabelFormat:
             If ``body`` is shorter than the ``Size`` field or than the labels
             it announces.
         """
-        sb = self.size_bytes
+        lay = _layout(self)
+        sb = lay.size_bytes
         if len(body) < sb:
             raise StackDecodeError(f"{len(body)} B cannot hold the {sb}-byte Size field")
         count = int.from_bytes(body[:sb], "big")
-        width = self.label_bytes
+        width = lay.label_bytes
         end = sb + count * width
         if len(body) < end:
             raise StackDecodeError(f"Size announces {count} labels ({end} B) but only "
                                    f"{len(body)} B follow the Ethernet header")
-        code = _CODES.get(width)
-        if code:
-            return struct.unpack_from(f">{count}{code}", body, sb), end
+        if lay.packed:
+            return lay.labels(count).unpack_from(body, sb), end
         labels = tuple(int.from_bytes(body[i:i + width], "big") for i in range(sb, end, width))
         return labels, end
 
     def split_body(self, header: bytes, payload: bytes) -> tuple[tuple[int, ...], bytes]:
         """Labels and payload of a frame whose body is ``header + payload``."""
-        sb = self.size_bytes
-        if len(header) >= sb:  # the whole stack in ``header``: no concatenation
-            end = sb + int.from_bytes(header[:sb], "big") * self.label_bytes
+        lay = _layout(self)
+        sb = lay.size_bytes
+        if lay.packed and len(header) >= sb:  # the whole stack in ``header``: no copy
+            count = int.from_bytes(header[:sb], "big")
+            end = sb + count * lay.label_bytes
             if end <= len(header):
-                labels, _ = self.decode(header)
+                labels = lay.labels(count).unpack_from(header, sb)
                 return labels, header[end:] + payload if end < len(header) else payload
         labels, end = self.decode(header + payload)
         return labels, (header + payload)[end:]
+
+
+class _Layout:
+    """Byte layout of one :class:`LabelFormat`, with its ``struct`` codecs per stack size
+    (``packed``: both widths have a ``struct`` code)."""
+
+    __slots__ = ("fmt", "size_bytes", "label_bytes", "limit", "max_entries", "packed",
+                 "_code", "_size_code", "_stacks", "_labels")
+
+    def __init__(self, fmt: LabelFormat) -> None:
+        self.fmt = fmt
+        self.size_bytes, self.label_bytes = fmt.size_bytes, fmt.label_bytes
+        self.limit, self.max_entries = 1 << fmt.label_bits, fmt.max_entries
+        self._code, self._size_code = _CODES.get(self.label_bytes), _CODES.get(self.size_bytes)
+        self.packed = bool(self._code and self._size_code)
+        self._stacks: dict[int, struct.Struct] = {}
+        self._labels: dict[int, struct.Struct] = {}
+
+    def stack(self, n: int) -> struct.Struct:
+        """Size field and ``n`` labels."""
+        s = self._stacks.get(n)
+        if s is None:
+            s = self._stacks[n] = struct.Struct(f">{self._size_code}{n}{self._code}")
+        return s
+
+    def labels(self, n: int) -> struct.Struct:
+        """``n`` labels."""
+        s = self._labels.get(n)
+        if s is None:
+            s = self._labels[n] = struct.Struct(f">{n}{self._code}")
+        return s
+
+
+_layouts: dict[int, _Layout] = {}
+
+
+def _layout(fmt: LabelFormat) -> _Layout:
+    lay = _layouts.get(id(fmt))
+    if lay is None or lay.fmt is not fmt:
+        if len(_layouts) >= 256:
+            _layouts.clear()
+        lay = _layouts[id(fmt)] = _Layout(fmt)
+    return lay
 
 
 def validate_widths(label_bits: int, type_bits: int, size_bits: int, bitmask_bits: int,

@@ -51,6 +51,8 @@ CASES = [
     ("kundel-id", {}, SMALL, CONTENT),                     # kundel_id_*
     ("kundel-bitmask", {}, SMALL, CONTENT),                # kundel_bitmask_*
     ("alm-fork", {}, SMALL, UNIFORM),                      # alm
+    ("camus-bdd", {}, SMALL, CONTENT),                     # camus_bdd_*
+    ("camus-bdd", {"table": "one-big-table"}, SMALL, CONTENT),  # camus_flat_*
 ]
 
 

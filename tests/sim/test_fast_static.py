@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.fast_static import METRIC_KEYS, fast_static_for, row_metrics
+from sim.fast_static_jit import batch_kernel
 from sim.packet import Notification, payload_for
 from sim.static import DelayModel, run_notification
 from strategies.base import Knowledge, make_strategy
@@ -29,6 +30,9 @@ from topologies.registry import SpecError
 
 KINDS = [("switch-bitmask", {}), ("switch-port", {}), ("switch-port", {"pruning": "reactive"}),
          ("hops", {})]
+#: Both implementations of the fast path: numpy, and the numba kernel when numba is there.
+IMPLS = ["numpy", pytest.param("jit", marks=pytest.mark.skipif(
+    batch_kernel is None, reason="numba not installed (or STACKCAST_NO_JIT=1)"))]
 
 
 def _with_delays(topo: Topology, delays: list[float]) -> Topology:
@@ -71,9 +75,10 @@ def widths(draw, name):
     return out
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @settings(max_examples=300, deadline=None)
-@given(cases())
-def test_fast_path_equals_reference(case):
+@given(case=cases())
+def test_fast_path_equals_reference(impl, case):
     topo, publisher, receivers, (name, params), delays, payload_bytes = case
     strategy = make_strategy(name, params)
     try:
@@ -81,8 +86,8 @@ def test_fast_path_equals_reference(case):
     except SpecError:  # ports beyond the bitmask / port field: no state, nothing to compare
         assert fast_static_for(topo, strategy, delays) is None
         return
-    fast = fast_static_for(topo, strategy, delays)
-    assert fast is not None
+    fast = fast_static_for(topo, strategy, delays, impl)
+    assert fast is not None and fast.impl == impl
     note = Notification(3, publisher)
     payload = payload_for(note, payload_bytes)
     got = fast.delivery(state, note, receivers, payload)
@@ -105,31 +110,35 @@ def test_fast_path_equals_reference(case):
     assert metrics == row_metrics(ref)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**16), st.sampled_from(KINDS), st.integers(1, 12))
-def test_batch_equals_one_by_one(seed, kind, count):
-    """A batch of notifications gives each one's metrics (offsets never leak)."""
+@given(seed=st.integers(0, 2**16), kind=st.sampled_from(KINDS), count=st.integers(1, 12))
+def test_batch_equals_one_by_one(impl, seed, kind, count):
+    """A batch of notifications gives each one's metrics (offsets never leak), and both
+    implementations agree."""
     import numpy as np
 
     topo = random_topology(14, 6, seed, hosts=2)
     strategy = make_strategy(*kind)
-    fast = fast_static_for(topo, strategy)
+    fast = fast_static_for(topo, strategy, impl=impl)
     rng = np.random.default_rng(seed)
     pubs = [topo.hosts[int(i)] for i in rng.integers(len(topo.hosts), size=count)]
     sets = [frozenset(h for h in topo.hosts if h != p and rng.random() < 0.4) for p in pubs]
     together = fast.metrics(pubs, sets, 50)
     assert together == [fast.metrics([p], [r], 50)[0] for p, r in zip(pubs, sets, strict=True)]
+    assert together == fast_static_for(topo, strategy, impl="numpy").metrics(pubs, sets, 50)
     assert sum(m is not None for m in together) == sum(bool(r) for r in sets)
 
 
-def test_batches_split_where_they_like(monkeypatch):
-    """Chunking a long list into numpy batches changes nothing."""
+@pytest.mark.parametrize("impl", IMPLS)
+def test_batches_split_where_they_like(impl, monkeypatch):
+    """Chunking a long list into batches (and reusing work buffers) changes nothing."""
     import numpy as np
 
     from sim import fast_static
 
     topo = random_topology(18, 9, 3, hosts=2)
-    fast = fast_static_for(topo, make_strategy("switch-bitmask"))
+    fast = fast_static_for(topo, make_strategy("switch-bitmask"), impl=impl)
     rng = np.random.default_rng(1)
     pubs = [topo.hosts[int(i)] for i in rng.integers(len(topo.hosts), size=23)]
     sets = [frozenset(h for h in topo.hosts if h != p and rng.random() < 0.3) for p in pubs]
@@ -150,8 +159,9 @@ def test_oversized_and_uncovered_go_to_the_reference():
     assert fast_static_for(topo, make_strategy("unicast")) is None
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("name,params", KINDS)
-def test_jellyfish_255_cell_notifications(name, params):
+def test_jellyfish_255_cell_notifications(name, params, impl):
     """The benchmark network itself (seed 000 ch. 3): 30 % receivers, 50 B."""
     import numpy as np
 
@@ -160,7 +170,7 @@ def test_jellyfish_255_cell_notifications(name, params):
     topo = load_topology("jellyfish:switches=255,degree=4,hosts=1,seed=1")
     strategy = make_strategy(name, params)
     state = strategy.install(topo, Knowledge())
-    fast = fast_static_for(topo, strategy)
+    fast = fast_static_for(topo, strategy, impl=impl)
     rng = np.random.default_rng(5)
     for i in range(3):
         pub = topo.hosts[int(rng.integers(len(topo.hosts)))]
@@ -213,3 +223,5 @@ def test_static_path_choice():
         choose_static_path(topo, unicast, DelayModel(), "fast")
     with pytest.raises(ValueError, match="static_path must be one of auto, fast, reference"):
         choose_static_path(topo, bitmask, DelayModel(), "quick")
+    with pytest.raises(ValueError, match="impl must be auto, jit or numpy"):
+        fast_static_for(topo, bitmask, impl="cuda")
