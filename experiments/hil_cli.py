@@ -84,6 +84,9 @@ def add_hil_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersActio
     from experiments.hil_replay_cli import add_replay_parser
 
     add_replay_parser(hsub)
+    from experiments.hil_calibrate_cli import add_calibrate_parser
+
+    add_calibrate_parser(hsub)
     return hsub
 
 

@@ -92,12 +92,11 @@ def split(samples: Sequence[Sample], hold_every: int = 4) -> tuple[list[Sample],
     return fit, held
 
 
-def fit_timing(samples: Sequence[Sample], hold_every: int = 4) -> Fit:
-    """Fit on all but every ``hold_every``-th sample; report the error on the rest."""
-    train, held = split(samples, hold_every)
+def fit_timing(train: Sequence[Sample], held: Sequence[Sample]) -> Fit:
+    """Fit on ``train``; report the error on ``held`` (see :func:`split`)."""
     if len(train) < 3 or not held:
-        raise ValueError(f"need at least {hold_every} samples to fit and hold out some, "
-                         f"got {len(samples)}")
+        raise ValueError(f"need at least 3 samples to fit and 1 held out, got {len(train)} "
+                         f"and {len(held)}")
     if len({(s.passes, s.copies) for s in train}) < 2:
         raise ValueError("samples need at least two different (passes, copies) shapes")
     coef = _nonneg_lstsq(*_design(train))

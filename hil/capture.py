@@ -26,6 +26,8 @@ class Frame:
     key: Hashable
     outgoing: bool
     data: bytes
+    #: ``time.perf_counter()`` when the frame was read (for ``hil calibrate``)
+    read_s: float = 0.0
 
 
 class Capture:
@@ -70,7 +72,8 @@ class Capture:
                     data, addr = sock.recvfrom(_MAX_FRAME)  # type: ignore[union-attr]
                 except BlockingIOError:
                     break
-                out.append(Frame(sel_key.data, addr[2] == PACKET_OUTGOING, data))
+                out.append(Frame(sel_key.data, addr[2] == PACKET_OUTGOING, data,
+                                 time.perf_counter()))
                 got += 1
         return got
 

@@ -19,7 +19,7 @@ def _samples(base: float, per_pass: float, per_copy: float, noise: float, n: int
 
 
 def test_exact_linear_latencies_are_recovered():
-    fit = fit_timing(_samples(50e-6, 12e-6, 3e-6, 0.0))
+    fit = fit_timing(*split(_samples(50e-6, 12e-6, 3e-6, 0.0)))
     assert fit.switch_latency_s == pytest.approx(50e-6)
     assert fit.pass_s == pytest.approx(12e-6)
     assert fit.pre_delay_s == pytest.approx(3e-6)
@@ -28,7 +28,7 @@ def test_exact_linear_latencies_are_recovered():
 
 
 def test_noise_shows_up_as_held_out_error():
-    fit = fit_timing(_samples(50e-6, 12e-6, 3e-6, 2e-6))
+    fit = fit_timing(*split(_samples(50e-6, 12e-6, 3e-6, 2e-6)))
     assert fit.pass_s == pytest.approx(12e-6, rel=0.15)
     assert 0 < fit.mean_abs_error_s < 5e-6
     assert fit.predict(3, 1) == pytest.approx(fit.switch_latency_s + 3 * fit.pass_s)
@@ -36,7 +36,7 @@ def test_noise_shows_up_as_held_out_error():
 
 def test_negative_coefficients_are_clamped_and_refitted():
     # latency falls with copies: a negative per-copy cost has no meaning
-    fit = fit_timing(_samples(50e-6, 10e-6, -4e-6, 0.0))
+    fit = fit_timing(*split(_samples(50e-6, 10e-6, -4e-6, 0.0)))
     assert fit.pre_delay_s == 0.0
     assert fit.pass_s > 0 and fit.switch_latency_s > 0
     assert set(fit.timed_params()) == {"switch_latency_s", "pass_s", "pre_delay_s"}
@@ -52,8 +52,8 @@ def test_split_is_deterministic_and_disjoint():
     (lambda: Sample(0, 1, 1e-5), "passes"),
     (lambda: Sample(1, 0, 1e-5), "copies"),
     (lambda: Sample(1, 1, -1.0), "latency_s"),
-    (lambda: fit_timing(_samples(1e-5, 1e-5, 0, 0, n=3)), "at least"),
-    (lambda: fit_timing([Sample(2, 1, 1e-5)] * 12), "two different"),
+    (lambda: fit_timing(*split(_samples(1e-5, 1e-5, 0, 0, n=3))), "at least"),
+    (lambda: fit_timing(*split([Sample(2, 1, 1e-5)] * 12)), "two different"),
 ])
 def test_bad_input_names_the_problem(bad, field):
     with pytest.raises(ValueError, match=field):

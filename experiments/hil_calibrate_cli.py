@@ -1,0 +1,61 @@
+"""``stackcast hil calibrate``: fit the timed engine's switch timing to BMv2 (issue 7).
+
+Registered under ``stackcast hil`` by :func:`experiments.hil_cli.add_hil_parser`.
+Exit status: 0 after a fit, 1 when BMv2 fails, 2 for bad input or when BMv2
+cannot run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from experiments.cli import CliError
+    from hil.bmv2 import Bmv2Error
+    from hil.calibrate import calibrate
+    from hil.netns import NetnsError, signals_as_interrupt
+    from hil.validate import HilUnavailable
+
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    if not strategies:
+        raise CliError("--strategies needs at least one strategy name")
+    try:
+        with signals_as_interrupt():
+            result = calibrate(args.topology, strategies, notifications=args.notifications,
+                               reps=args.reps, seed=args.seed, quiet_s=args.quiet_ms / 1e3,
+                               progress=not args.no_progress and sys.stderr.isatty())
+    except HilUnavailable as exc:
+        raise CliError(str(exc)) from None
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    except (Bmv2Error, NetnsError) as exc:
+        print(f"stackcast: BMv2 failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result.to_json(), indent=2) if args.json else result.format_text())
+    return 0
+
+
+def add_calibrate_parser(hsub: argparse._SubParsersAction) -> None:
+    from hil.calibrate import STRATEGIES, TOPOLOGY
+
+    cal = hsub.add_parser(
+        "calibrate", help="measure BMv2 latency against passes and egress copies, fit the "
+                          "timed engine's switch_latency_s / pass_s / pre_delay_s and report "
+                          "the error on held-out notifications (needs root)")
+    cal.add_argument("--topology", default=TOPOLOGY, help=f"topology spec (default {TOPOLOGY})")
+    cal.add_argument("--strategies", default=",".join(STRATEGIES),
+                     help="comma-separated strategies whose switch visits are timed "
+                          f"(default {','.join(STRATEGIES)})")
+    cal.add_argument("--notifications", type=int, default=40,
+                     help="notifications per strategy (default 40; one in four is held out)")
+    cal.add_argument("--reps", type=int, default=5,
+                     help="sends per visit; the median latency counts (default 5)")
+    cal.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
+    cal.add_argument("--quiet-ms", type=float, default=20.0,
+                     help="quiescence window after the last copy, ms (default 20)")
+    cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    cal.set_defaults(func=cmd_calibrate)
