@@ -84,7 +84,7 @@ from sim.seeds import canonical_json
 log = logging.getLogger(__name__)
 
 PARTITIONS_PER_SLOT = 3
-MAX_CELLS_PER_PARTITION = 16
+MAX_CELLS_PER_PARTITION = 64
 FAIL_ONCE_ENV = "STACKCAST_FAIL_ONCE_DIR"
 CELL_SLEEP_ENV = "STACKCAST_CELL_SLEEP_S"
 

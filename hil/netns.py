@@ -94,16 +94,10 @@ class Namespace:
         try:
             _ip("-n", self.name, "link", "set", "lo", "up")
             for key in ("all", "default"):
-                self.run(["sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1"])
+                self.disable_ipv6(key)
         except BaseException:
             self.delete()
             raise
-
-    def run(self, argv: Sequence[str]) -> None:
-        """Run a short command inside the namespace; raise on failure."""
-        proc = subprocess.run(self.exec_argv(argv), capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise NetnsError(f"{' '.join(argv)} in {self.name} failed: {proc.stderr.strip()}")
 
     def exec_argv(self, argv: Sequence[str]) -> list[str]:
         """``argv`` prefixed to run inside the namespace (``ip netns exec``)."""
@@ -121,8 +115,15 @@ class Namespace:
         _ip("-n", self.name, "link", "add", a, "type", "veth", "peer", "name", b)
         self.interfaces += [a, b]
         for n in (a, b):
-            self.run(["sysctl", "-qw", f"net.ipv6.conf.{n}.disable_ipv6=1"])
+            self.disable_ipv6(n)
             _ip("-n", self.name, "link", "set", n, "up")
+
+    def disable_ipv6(self, conf: str) -> None:
+        """``net.ipv6.conf.<conf>.disable_ipv6 = 1`` in the namespace (no-op without IPv6)."""
+        with self.entered():  # /proc/sys/net is resolved in the opening thread's namespace
+            path = Path(f"/proc/sys/net/ipv6/conf/{conf}/disable_ipv6")
+            if path.exists():
+                path.write_text("1\n")
 
     @contextmanager
     def entered(self) -> Iterator[None]:

@@ -414,9 +414,11 @@ def _rng_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
     seq = rng.bit_generator.seed_seq
     if not isinstance(seq, np.random.SeedSequence):
         return None
-    entropy = seq.entropy
+    entropy: object = seq.entropy
+    if entropy is None:
+        return None
     if not isinstance(entropy, int):
-        entropy = tuple(int(x) for x in np.atleast_1d(entropy))
+        entropy = tuple(int(x) for x in np.atleast_1d(np.asarray(entropy)))
     state = rng.bit_generator.state
     return (type(rng.bit_generator).__name__, entropy, tuple(seq.spawn_key), seq.pool_size,
             seq.n_children_spawned, repr(sorted(state.items())))

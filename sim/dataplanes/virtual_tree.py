@@ -84,6 +84,7 @@ Listings 5.1-5.5); digest ch. 1-4 §3.9, §9 and ch. 5-7 §1.2-1.5.4.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sim.control import CloneSession, Exact, StateBuilder, SwitchConfig, TableEntry, Ternary
 from sim.dataplane import DATAPLANES, Emit, PipelineResult
@@ -338,8 +339,8 @@ class VirtualTreeDataPlane:
         return dropped
 
 
-_MISS = object()
-_MEMO_LIMIT = 8192
+_MISS: Any = object()
+_MEMO_LIMIT = 4096
 
 
 class _Memo:

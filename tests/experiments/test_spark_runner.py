@@ -117,9 +117,10 @@ def test_balance_never_makes_empty_partitions() -> None:
 
 def test_partition_count() -> None:
     assert partition_count(1, 8) == 1
-    assert partition_count(100, 2) == 7  # ceil(100 / 16) beats 3 x 2
+    assert partition_count(100, 2) == 6  # 3 x 2 beats ceil(100 / 64)
+    assert partition_count(1000, 2) == 16  # ceil(1000 / 64) beats 3 x 2
     assert partition_count(30, 4) == 12
-    assert partition_count(10_000, 2) == 625
+    assert partition_count(10_000, 2) == 157
 
 
 def test_each_partition_is_one_task(spark: Any) -> None:

@@ -34,6 +34,9 @@ def test_namespace_and_veths_are_removed_on_exit():
         links = subprocess.run(["ip", "-n", ns.name, "-o", "link"], capture_output=True,
                                text=True, check=True).stdout
         assert "x1@y1" in links and "y1@x1" in links
+        off = subprocess.run(ns.exec_argv(["cat", "/proc/sys/net/ipv6/conf/x1/disable_ipv6"]),
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert off == "1"  # no router solicitations or DAD frames on the veths
     assert ns.name not in namespaces()
 
 
