@@ -76,10 +76,10 @@ def _camus(name: str, params: Mapping[str, Any], model: Any = None,
     """
     layout = _need_model("camus", name, model, "layout")
     flat = params.get("table", "bdd") == "one-big-table"
-    if not flat and tuple(model.fields) != tuple(model.header_fields):
+    if not flat and (tuple(model.fields) != tuple(model.header_fields) or model.switch_fields):
         raise ValueError(f"strategy {name!r}: p4/camus.p4 applies the field tables in "
                          f"annotation order {tuple(model.header_fields)}; the model's BDD "
-                         f"order is {tuple(model.fields)} (order='constants' has no build)")
+                         "order differs on some switches (order='constants' has no build)")
     if config is None:
         raise ValueError(f"strategy {name!r}: the camus build depends on the switches' up "
                          f"ports; pass the installed ControlState (or one SwitchConfig)")

@@ -181,13 +181,16 @@ class CamusBdd(ContentStrategy):
         self.groups = GroupAllocator()
         self._cache = SwitchConfigCache()
         self.fields: tuple[tuple[str, int], ...] = (("a0", 32),)
-        self.order: tuple[str, ...] = ("a0",)
+        #: BDD field order per switch (they differ under order="constants")
+        self.orders: dict[str, tuple[str, ...]] = {}
         self.layout = PubsubLayout(1, self.params.value_bits)
         self.compiled: dict[str, Pipeline | int] = {}
         self.overflowed: set[str] = set()
 
     def model(self) -> CamusDataPlane:
-        return CamusDataPlane(self.order, tuple(n for n, _ in self.fields), self.layout)
+        names = tuple(n for n, _ in self.fields)
+        return CamusDataPlane(names, names, self.layout, switch_fields={
+            sw: o for sw, o in self.orders.items() if o != names})
 
     def rules_for(self, topology: Topology, view: Any, sw: str, layer: SwitchLayer
                   ) -> list[tuple[Conj, frozenset[int]]]:
@@ -250,6 +253,7 @@ class CamusBdd(ContentStrategy):
         if not rules:
             self.groups.assign(sw, ())
             self.compiled[sw] = 0
+            self.orders.pop(sw, None)
             return
         if p.table == "one-big-table":
             c = Container(redundancy_queue=False)
@@ -273,11 +277,11 @@ class CamusBdd(ContentStrategy):
                     FLAT, tuple((field_key(n), Range(lo, hi))
                                 for (n, _), (lo, hi) in zip(self.fields, box.bounds, strict=True)),
                     action, params, priority=prio[box]))
-            self.order = tuple(n for n, _ in self.fields)
+            self.orders.pop(sw, None)
             return
         pipe = compile_bdd(rules, self.fields, p.order)
         self.compiled[sw] = pipe
-        self.order = tuple(n for n, _ in pipe.fields)
+        self.orders[sw] = tuple(n for n, _ in pipe.fields)
         sets = {tuple(sorted(lab - {UP})) for lab in pipe.leaf.values()
                 if len(lab - {UP}) > 1 or (lab - {UP} and UP in lab)}
         ids = self.groups.assign(sw, sets)

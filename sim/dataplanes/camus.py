@@ -33,7 +33,8 @@ tables), repository camus-compiler (exact/range/miss split, ``query_actions``,
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from sim.control import SwitchConfig
 from sim.dataplane import DATAPLANES, Emit, PipelineResult
@@ -72,6 +73,9 @@ class CamusDataPlane:
     header_fields: tuple[str, ...] = ("a0",)
     layout: PubsubLayout = PubsubLayout(1, 32)
     name: str = "camus"
+    #: BDD field order of the switches whose order differs from ``fields``
+    #: (``order="constants"`` compiles one order per switch)
+    switch_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
@@ -85,7 +89,7 @@ class CamusDataPlane:
             lookups += 1
         else:
             state = 0
-            for f in self.fields:
+            for f in self.switch_fields.get(switch, self.fields):
                 v = values[f]
                 hit = None
                 for kind in ("exact", "range", "miss"):
