@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from hil.bmv2 import Bmv2Switch, crash_check
@@ -31,7 +31,7 @@ from hil.compare import Report, compare_delivered, compare_switch, port_frames
 from hil.hop import model_visits, reconfigure_writes
 from hil.netns import Namespace
 from hil.programs import Program
-from sim.control import SwitchConfig
+from sim.control import ControlState, SwitchConfig
 
 log = logging.getLogger(__name__)
 
@@ -177,25 +177,33 @@ class Network:
 
     def check(self, item, strategy, report: Report) -> None:  # noqa: ANN001
         """Validate one notification (a CellNotification) and add it to ``report``."""
+        delivery, visits = model_visits(self.topology, strategy, item)
+        self.check_expected(
+            item.notification.notification_id, item.notification.publisher,
+            [p.to_bytes() for p in delivery.encoding.packets], item.state,
+            [(v.switch, v.emits) for v in visits],
+            {s: c.passes for s, c in delivery.switches.items()}, delivery.delivered, report)
+
+    def check_expected(self, note: int, publisher: str, frames: list[bytes],
+                       state: ControlState, emits: Iterable[tuple[str, Iterable]],
+                       passes: Mapping[str, int], delivered: Mapping[str, int],
+                       report: Report) -> None:
+        """Install ``state``, inject ``frames`` at ``publisher`` and compare with what
+        the model expects: the frames each switch emits (``emits``: (switch, (port,
+        bytes) pairs) per visit), passes per switch and copies per host."""
         topo = self.topology
-        delivery, visits = model_visits(topo, strategy, item)
-        note = item.notification.notification_id
         expected: dict[str, list[tuple[int, bytes]]] = {}
-        for v in visits:
-            expected.setdefault(v.switch, []).extend(v.emits)
+        for s, pairs in emits:
+            expected.setdefault(s, []).extend(pairs)
         want = {s: port_frames(v) for s, v in expected.items()}
-        want_passes = {s: c.passes for s, c in delivery.switches.items()}
-        frames = [p.to_bytes() for p in delivery.encoding.packets]
         with crash_check(self.switches.values()):
-            self.load(item.state)
+            self.load(state)
 
         def compare(quiet_s: float) -> tuple[list, list, dict, dict]:
-            got, passes = self.inject(item.notification.publisher, frames, quiet_s)
-            per_switch = []
-            for s in topo.switches:
-                if s in want or s in got or passes[s]:
-                    per_switch.append(compare_switch(note, s, want.get(s, {}), got.get(s, {}),
-                                                     want_passes.get(s, 0), passes[s]))
+            got, counted = self.inject(publisher, frames, quiet_s)
+            per_switch = [compare_switch(note, s, want.get(s, {}), got.get(s, {}),
+                                         passes.get(s, 0), counted[s])
+                          for s in topo.switches if s in want or s in got or counted[s]]
             reached: dict[str, int] = {}
             for s, ports in got.items():
                 for p, counter in ports.items():
@@ -203,20 +211,20 @@ class Network:
                     if topo.is_host(info.neighbor):
                         reached[info.neighbor] = reached.get(info.neighbor, 0) + sum(
                             counter.values())
-            return per_switch, compare_delivered(note, delivery.delivered, reached), got, passes
+            return per_switch, compare_delivered(note, delivered, reached), got, counted
 
-        per_switch, delivered, got, passes = compare(self.quiet_s)
-        if delivered or any(per_switch):
-            report.retried(delivered + [m for found in per_switch for m in found])
+        per_switch, found, got, counted = compare(self.quiet_s)
+        if found or any(per_switch):
+            report.retried(found + [m for f in per_switch for m in f])
             time.sleep(self.retry_quiet_s)
-            per_switch, delivered, got, passes = compare(self.retry_quiet_s)
+            per_switch, found, got, counted = compare(self.retry_quiet_s)
         report.notifications += 1
         report.frames += len(frames) + sum(sum(c.values()) for ports in got.values()
                                            for c in ports.values())
-        report.passes += sum(passes.values())
-        for found in per_switch:
-            report.add_visit(found)
-        report.add_delivery(delivered)
+        report.passes += sum(counted.values())
+        for f in per_switch:
+            report.add_visit(f)
+        report.add_delivery(found)
 
 
 def run_network(topology, strategy, program: Program, items: Iterable, report: Report, *,

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hil.compare import Report, compare_delivered, compare_switch, port_frames
+from hil.compare import Report
 from hil.programs import Program
 from hil.trace import Trace, TraceCell, read_trace
 
@@ -106,45 +106,11 @@ def replay_network(trace: Trace, cell: TraceCell, *, progress: bool = False,
     with Network(topology, program, **options) as net:
         for note in tqdm(cell.notifications, unit="notification", disable=not progress,
                          leave=False, desc=f"replay network {cell.cell['strategy']}"):
-            _check_network(net, topology, trace, note, report)
+            net.check_expected(note.run, note.publisher, [p.to_bytes() for p in note.packets],
+                               trace.state(note), [(v.switch, v.emits) for v in note.visits],
+                               note.passes, note.delivered, report)
     report.seconds = time.monotonic() - start
     return report
-
-
-def _check_network(net: Any, topology: Any, trace: Trace, note: Any, report: Report) -> None:
-    expected: dict[str, list[tuple[int, bytes]]] = {}
-    for v in note.visits:
-        expected.setdefault(v.switch, []).extend(v.emits)
-    want = {s: port_frames(v) for s, v in expected.items()}
-    frames = [p.to_bytes() for p in note.packets]
-    net.load(trace.state(note))
-
-    def compare(quiet_s: float) -> tuple[list, list, dict, dict]:
-        got, passes = net.inject(note.publisher, frames, quiet_s)
-        per_switch = [compare_switch(note.run, s, want.get(s, {}), got.get(s, {}),
-                                     note.passes.get(s, 0), passes[s])
-                      for s in topology.switches if s in want or s in got or passes[s]]
-        reached: dict[str, int] = {}
-        for s, ports in got.items():
-            for p, counter in ports.items():
-                info = topology.ports(s)[p]
-                if topology.is_host(info.neighbor):
-                    reached[info.neighbor] = reached.get(info.neighbor, 0) + sum(
-                        counter.values())
-        return per_switch, compare_delivered(note.run, note.delivered, reached), got, passes
-
-    per_switch, delivered, got, passes = compare(net.quiet_s)
-    if delivered or any(per_switch):
-        report.retries += 1
-        time.sleep(net.retry_quiet_s)
-        per_switch, delivered, got, passes = compare(net.retry_quiet_s)
-    report.notifications += 1
-    report.frames += len(frames) + sum(sum(c.values()) for ports in got.values()
-                                       for c in ports.values())
-    report.passes += sum(passes.values())
-    for found in per_switch:
-        report.add_visit(found)
-    report.add_delivery(delivered)
 
 
 def replay(path: str | Path, mode: str = "hop", *, progress: bool = False,

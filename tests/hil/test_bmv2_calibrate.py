@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
-import pytest
+from support.bmv2 import BMV2_MODULE
 
 from experiments.cli import main
 from hil.netns import PREFIX, namespaces
 
-pytestmark = [
-    pytest.mark.hil,
-    pytest.mark.skipif(shutil.which("simple_switch_grpc") is None,
-                       reason="simple_switch_grpc (BMv2) is not on PATH"),
-    pytest.mark.skipif(os.geteuid() != 0,
-                       reason="needs root (network namespaces, veth pairs, raw sockets)"),
-]
+pytestmark = BMV2_MODULE
 
 
 def test_calibrate_times_real_visits_and_fits_a_positive_pass_cost(capsys):

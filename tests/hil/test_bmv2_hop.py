@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 
 import pytest
+from support.bmv2 import BMV2_MODULE
 
 from hil.compare import Report
 from hil.hop import HopSwitch, Visit, model_visits
@@ -18,13 +18,7 @@ from hil.netns import PREFIX, namespaces
 from hil.programs import PROGRAMS, program_for
 from hil.validate import validate
 
-pytestmark = [
-    pytest.mark.hil,
-    pytest.mark.skipif(shutil.which("simple_switch_grpc") is None,
-                       reason="simple_switch_grpc (BMv2) is not on PATH"),
-    pytest.mark.skipif(os.geteuid() != 0,
-                       reason="needs root (network namespaces, veth pairs, raw sockets)"),
-]
+pytestmark = BMV2_MODULE
 
 SMALL = "jellyfish:switches=8,degree=3,seed=2"
 FABRIC = "fabric:pods=2,racks=2,hosts=2,planes=2,spines=1"

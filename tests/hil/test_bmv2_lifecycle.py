@@ -6,10 +6,10 @@ Needs ``simple_switch_grpc`` on PATH and root (``PATH=/opt/p4/bin:$PATH``).
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 
 import pytest
+from support.bmv2 import BMV2_MODULE
 
 from hil.bmv2 import Bmv2Error, Bmv2Switch
 from hil.hop import HopSwitch
@@ -17,13 +17,7 @@ from hil.netns import PREFIX, Namespace, namespaces
 from hil.programs import Program
 from sim.control import SwitchConfig
 
-pytestmark = [
-    pytest.mark.hil,
-    pytest.mark.skipif(shutil.which("simple_switch_grpc") is None,
-                       reason="simple_switch_grpc (BMv2) is not on PATH"),
-    pytest.mark.skipif(os.geteuid() != 0,
-                       reason="needs root (network namespaces, veth pairs, raw sockets)"),
-]
+pytestmark = BMV2_MODULE
 
 L2 = Program("l2_multicast")
 

@@ -6,20 +6,14 @@ Needs ``simple_switch_grpc`` on PATH and root (``PATH=/opt/p4/bin:$PATH``).
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
+from support.bmv2 import BMV2_MODULE
 
 from hil.netns import PREFIX, namespaces
 from hil.validate import validate
 
-pytestmark = [
-    pytest.mark.hil,
-    pytest.mark.skipif(shutil.which("simple_switch_grpc") is None,
-                       reason="simple_switch_grpc (BMv2) is not on PATH"),
-    pytest.mark.skipif(os.geteuid() != 0,
-                       reason="needs root (network namespaces, veth pairs, raw sockets)"),
-]
+pytestmark = BMV2_MODULE
 
 SMALL = "jellyfish:switches=6,degree=3,seed=3"
 CONTENT = "content:subs=40,publishers=3,subscribers=8,dims=2,bits=12,width=0.2,dist=zipf,churn=0"

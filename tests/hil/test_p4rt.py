@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from support.bmv2 import needs_bmv2
 from support.hil_states import cases
 
 from hil.fake_p4rt import FakeP4RuntimeServer
@@ -407,18 +408,6 @@ def test_encode_value_is_canonical():
 # -- real BMv2 ------------------------------------------------------------------------
 
 
-def _bmv2_missing() -> str | None:
-    import os
-    import shutil
-
-    if shutil.which("simple_switch_grpc") is None:
-        return "simple_switch_grpc is not on PATH (e.g. PATH=/opt/p4/bin:$PATH, see p4/README.md)"
-    if os.geteuid() != 0:
-        return "BMv2 tests need root (network namespace and veth pair)"
-    return None
-
-
-needs_bmv2 = pytest.mark.skipif(_bmv2_missing() is not None, reason=_bmv2_missing() or "")
 
 
 @pytest.fixture(scope="module")

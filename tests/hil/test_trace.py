@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.bmv2 import needs_bmv2
 
 from experiments.cell_runner import cell_notifications, cell_setup
 from experiments.cli import main
@@ -181,18 +182,6 @@ def test_unedited_small_trace_is_valid(small):
 # -- replay on real BMv2 ------------------------------------------------------------
 
 
-def _bmv2_missing() -> str | None:
-    import os
-    import shutil
-
-    if shutil.which("simple_switch_grpc") is None:
-        return "simple_switch_grpc is not on PATH (e.g. PATH=/opt/p4/bin:$PATH, see p4/README.md)"
-    if os.geteuid() != 0:
-        return "hil replay needs root (network namespaces, veth pairs, raw sockets)"
-    return None
-
-
-needs_bmv2 = pytest.mark.skipif(_bmv2_missing() is not None, reason=_bmv2_missing() or "")
 
 
 def _replay_json(capsys, *argv: str) -> tuple[int, dict]:
