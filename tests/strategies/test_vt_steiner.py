@@ -19,11 +19,17 @@ from sim.seeds import child_rng
 from strategies.base import Knowledge, make_strategy
 from strategies.vt_common import steiner_links
 from strategies.vt_encoder import EncoderOptions, _encode, compile_tree
-from strategies.vt_steiner import encoder_graph, steiner_sph_counted, steiner_sph_within
+from strategies.vt_steiner import (
+    compiled_available,
+    encoder_graph,
+    steiner_sph_counted,
+    steiner_sph_within,
+)
 from topologies.specs import load_topology
 
 np = pytest.importorskip("numpy")
-pytest.importorskip("numba", reason="the compiled kernel needs numba")
+pytestmark = pytest.mark.skipif(not compiled_available(),
+                                reason="numba not installed (or STACKCAST_NO_JIT=1)")
 
 
 def recount(g, virtual, edges, nodes, terminal_hosts):
