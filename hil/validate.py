@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 MODES = ("hop", "network")
 
+#: The largest multicast group id BMv2's packet-replication engine holds.
+BMV2_MAX_GROUP_ID = 4095
+
 
 class HilUnavailable(RuntimeError):
     """This machine cannot run BMv2 validation (binary missing, not root)."""
@@ -48,6 +51,22 @@ def strategy_params(strategy: Any) -> dict[str, Any]:
     """A strategy's validated parameters as a plain dict."""
     p = strategy.params
     return dataclasses.asdict(p) if dataclasses.is_dataclass(p) else {}
+
+
+def check_group_ids(strategy: str, state: Any) -> None:
+    """Refuse, before starting BMv2, multicast group ids BMv2 cannot hold.
+
+    BMv2's replication engine holds ids 0..:data:`BMV2_MAX_GROUP_ID` only
+    (``McSimplePre::DEFAULT_MGID_TABLE_SIZE``); the model has no such limit
+    (docs/FIDELITY.md, Findings).
+    """
+    for sw, config in state.switches.items():
+        too_big = [g for g in config.multicast_groups if g > BMV2_MAX_GROUP_ID]
+        if too_big:
+            raise ValueError(
+                f"strategy {strategy!r} installs multicast group {max(too_big)} on {sw}; BMv2 "
+                f"holds group ids 0-{BMV2_MAX_GROUP_ID} only (for switch-mcgroup use "
+                "--param groups=used --param group_ids=sequential)")
 
 
 def validate(topology: str, strategy: str, notifications: int, *, mode: str = "hop",
@@ -93,6 +112,7 @@ def validate(topology: str, strategy: str, notifications: int, *, mode: str = "h
     first = next(items)  # installs once: builds that depend on the installed model need it
     program = program_for(strat.dataplane, strategy, strategy_params(strat), strat.model(),
                           first.state)  # camus: its up-port count is compiled in
+    check_group_ids(strategy, first.state)
     report = Report(mode, topology, strategy, program.name)
     items = itertools.chain([first], items)
     return run(mode, topo, strat, program, items, report, notifications, progress, options)

@@ -157,3 +157,15 @@ def test_switch_observer_sees_every_visit_and_changes_nothing():
         out_of_switches = sum(f for (src, _), (f, _) in plain.links.items()
                               if not topo.is_host(src))
         assert sum(len(r.emitted) for *_, r in seen) == out_of_switches
+
+
+def test_group_ids_beyond_bmv2_are_refused_with_the_fix():
+    from hil.validate import BMV2_MAX_GROUP_ID, check_group_ids
+    from sim.control import ControlState, MulticastGroup
+
+    ok = SwitchConfig(multicast_groups={BMV2_MAX_GROUP_ID: MulticastGroup(BMV2_MAX_GROUP_ID,
+                                                                          ((1, 1),))})
+    check_group_ids("switch-mcgroup", ControlState({"s1": ok}))
+    big = SwitchConfig(multicast_groups={8191: MulticastGroup(8191, ((1, 1), (13, 1)))})
+    with pytest.raises(ValueError, match="8191 on s2.*group_ids=sequential"):
+        check_group_ids("switch-mcgroup", ControlState({"s1": ok, "s2": big}))
