@@ -16,8 +16,6 @@ every visit is checked on its own, any topology size works.
 
 from __future__ import annotations
 
-import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,12 +24,10 @@ from pathlib import Path
 from hil.bmv2 import Bmv2Switch, crash_check
 from hil.capture import Capture
 from hil.compare import Report, compare_switch, port_frames
-from hil.netns import Namespace
 from hil.programs import Program
+from hil.testbed import Testbed
 from sim.control import ControlState, SwitchConfig, Write, diff
 from sim.static import Delivery, run_notification
-
-log = logging.getLogger(__name__)
 
 #: The name of the one BMv2 in hop mode (in logs and in the writes).
 HOP = "hop"
@@ -83,12 +79,14 @@ def group_visits(visits: Iterable[Visit]) -> list[tuple[str, SwitchConfig, list[
     return [(sw, *groups[sw][i]) for sw, i in order]
 
 
-class HopSwitch:
+class HopSwitch(Testbed):
     """One BMv2 with ports 1..``ports`` on veths in a fresh namespace.
 
     Use as a context manager; everything (process, namespace, veths) is
-    removed on exit, also after errors.
+    removed on exit, also after errors (:class:`hil.testbed.Testbed`).
     """
+
+    kind = "hop"
 
     def __init__(self, program: Program, ports: int, *, quiet_s: float = 0.02,
                  retry_quiet_s: float = 0.5, max_s: float = 10.0,
@@ -96,60 +94,27 @@ class HopSwitch:
                  log_level: str = "off", client_factory: Callable | None = None) -> None:
         if ports < 1:
             raise ValueError(f"ports must be >= 1, got {ports}")
-        self.program = program
+        super().__init__(program, quiet_s=quiet_s, retry_quiet_s=retry_quiet_s, max_s=max_s,
+                         startup_timeout_s=startup_timeout_s, log_level=log_level,
+                         client_factory=client_factory)
         self.ports = ports
-        self.quiet_s = quiet_s
-        self.retry_quiet_s = retry_quiet_s
-        self.max_s = max_s
-        self.startup_timeout_s = startup_timeout_s
-        self.log_level = log_level
-        self._client_factory = client_factory
         self._loaded: SwitchConfig | None = None
-        self.ns: Namespace | None = None
         self.bmv2: Bmv2Switch | None = None
-        self.capture: Capture | None = None
         self.client = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-
-    def __enter__(self) -> HopSwitch:
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _start(self) -> None:
-        if self._client_factory is None:
-            from hil.p4rt import SwitchClient
-
-            self._client_factory = SwitchClient
-        self._tmp = tempfile.TemporaryDirectory(prefix="stackcast-hop-")
-        self.ns = Namespace()
-        self.ns.create()
+        workdir = self._begin()
         for p in range(1, self.ports + 1):
             self.ns.add_veth(f"p{p}", f"q{p}")
         self.bmv2 = Bmv2Switch(self.ns, HOP, {p: f"p{p}" for p in range(1, self.ports + 1)},
-                               Path(self._tmp.name), log_level=self.log_level)
+                               Path(workdir), log_level=self.log_level)
         self.bmv2.start(self.startup_timeout_s)
         self.capture = Capture(self.ns, {p: f"q{p}" for p in range(1, self.ports + 1)})
-        self.client = self._client_factory(self.bmv2.grpc_addr, self.bmv2.device_id,
-                                           self.program)
+        self.client = self._client(self.bmv2.grpc_addr, self.bmv2.device_id)
 
     def close(self) -> None:
-        for step in (lambda: self.client and self.client.close(),
-                     lambda: self.capture and self.capture.close(),
-                     lambda: self.bmv2 and self.bmv2.stop(),
-                     lambda: self.ns and self.ns.delete(),
-                     lambda: self._tmp and self._tmp.cleanup()):
-            try:
-                step()
-            except Exception:  # noqa: BLE001  (clean up the rest regardless)
-                log.exception("hop mode clean-up step failed")
-        self.client = self.capture = self.bmv2 = self.ns = self._tmp = None
+        self._cleanup([self.client] if self.client else [], [self.bmv2] if self.bmv2 else [])
+        self.client = self.bmv2 = None
 
     def load(self, config: SwitchConfig) -> None:
         """Make ``config`` the installed state.

@@ -19,8 +19,6 @@ Suited to small topologies (up to ~16 switches: one process each).
 
 from __future__ import annotations
 
-import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -29,11 +27,9 @@ from hil.bmv2 import Bmv2Switch, crash_check
 from hil.capture import Capture
 from hil.compare import Report, compare_delivered, compare_switch, port_frames
 from hil.hop import model_visits, reconfigure_writes
-from hil.netns import Namespace
 from hil.programs import Program
+from hil.testbed import Testbed
 from sim.control import ControlState, SwitchConfig
-
-log = logging.getLogger(__name__)
 
 #: More switches than this take long to start and exceed small machines.
 MAX_SWITCHES = 32
@@ -50,8 +46,11 @@ def iface_names(topology) -> dict[tuple[str, int], str]:  # noqa: ANN001
     return names
 
 
-class Network:
-    """BMv2 switches wired as ``topology``; a context manager that removes it all."""
+class Network(Testbed):
+    """BMv2 switches wired as ``topology``; a context manager that removes it all
+    (:class:`hil.testbed.Testbed`)."""
+
+    kind = "net"
 
     def __init__(self, topology, program: Program, *, quiet_s: float = 0.1,  # noqa: ANN001
                  retry_quiet_s: float = 1.0, max_s: float = 30.0,
@@ -61,42 +60,18 @@ class Network:
             raise ValueError(f"network mode runs one BMv2 per switch: {topology.name} has "
                              f"{len(topology.switches)} switches, at most {MAX_SWITCHES} "
                              "allowed (use --mode hop)")
+        super().__init__(program, quiet_s=quiet_s, retry_quiet_s=retry_quiet_s, max_s=max_s,
+                         startup_timeout_s=startup_timeout_s, log_level=log_level,
+                         client_factory=client_factory)
         self.topology = topology
-        self.program = program
-        self.quiet_s = quiet_s
-        self.retry_quiet_s = retry_quiet_s
-        self.max_s = max_s
-        self.startup_timeout_s = startup_timeout_s
-        self.log_level = log_level
-        self._client_factory = client_factory
         self.names = iface_names(topology)
-        self.ns: Namespace | None = None
         self.switches: dict[str, Bmv2Switch] = {}
         self.clients: dict[str, object] = {}
-        self.capture: Capture | None = None
         self._loaded: dict[str, SwitchConfig] = {}
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-
-    def __enter__(self) -> Network:
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _start(self) -> None:
-        if self._client_factory is None:
-            from hil.p4rt import SwitchClient
-
-            self._client_factory = SwitchClient
         topo = self.topology
-        self._tmp = tempfile.TemporaryDirectory(prefix="stackcast-net-")
-        self.ns = Namespace()
-        self.ns.create()
+        workdir = self._begin()
         done: set[tuple[str, int]] = set()
         for s in topo.switches:
             for p, info in topo.ports(s).items():
@@ -107,14 +82,14 @@ class Network:
                 done |= {(s, p), far}
         for s in topo.switches:
             ports = {p: self.names[(s, p)] for p in topo.ports(s)}
-            sw = Bmv2Switch(self.ns, s, ports, Path(self._tmp.name),
+            sw = Bmv2Switch(self.ns, s, ports, Path(workdir),
                             index=topo.switch_id(s), log_level=self.log_level)
             sw.launch()
             self.switches[s] = sw
         for sw in self.switches.values():
             sw.wait_ready(self.startup_timeout_s)
         for s, sw in self.switches.items():
-            client = self._client_factory(sw.grpc_addr, sw.device_id, self.program)
+            client = self._client(sw.grpc_addr, sw.device_id)
             self.clients[s] = client
             client.push_pipeline()
         keys = {(s, p): self.names[(s, p)] for s in topo.switches for p in topo.ports(s)}
@@ -122,17 +97,8 @@ class Network:
         self.capture = Capture(self.ns, keys)
 
     def close(self) -> None:
-        steps = [c.close for c in self.clients.values()]
-        steps += [lambda: self.capture and self.capture.close()]
-        steps += [sw.stop for sw in self.switches.values()]
-        steps += [lambda: self.ns and self.ns.delete(), lambda: self._tmp and self._tmp.cleanup()]
-        for step in steps:
-            try:
-                step()
-            except Exception:  # noqa: BLE001  (clean up the rest regardless)
-                log.exception("network mode clean-up step failed")
+        self._cleanup(self.clients.values(), self.switches.values())
         self.clients, self.switches = {}, {}
-        self.capture = self.ns = self._tmp = None
 
     def load(self, state) -> int:  # noqa: ANN001
         """Install ``state`` (a ControlState) on every switch; the writes made."""
