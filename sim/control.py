@@ -120,24 +120,24 @@ class SwitchConfig:
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
 
     @cached_property
-    def _index(self) -> dict[str, tuple[tuple[int, ...], dict[tuple[int, ...], list[TableEntry]]]]:
-        # Per table: the key positions that are exact in every entry, and a dict
-        # from those values to the candidate entries in precedence order.
-        index = {}
-        for table, entries in self.tables.items():
-            width = len(entries[0].match) if entries else 0
-            exact = tuple(i for i in range(width)
-                          if all(isinstance(e.match[i][1], Exact) for e in entries))
-            buckets: dict[tuple[int, ...], list[TableEntry]] = {}
-            # all-exact tables have one entry per key: no precedence order needed
-            ordered = entries if len(exact) == width else sorted(entries, key=_precedence)
-            for e in ordered:
-                buckets.setdefault(tuple(e.match[i][1].value for i in exact), []).append(e)  # type: ignore[union-attr]
-            index[table] = (exact, buckets)
-        return index
+    def _index(self) -> dict[str, _TableIndex]:
+        return {table: _table_index(entries) for table, entries in self.tables.items()}
+
+    @cached_property
+    def _hits(self) -> dict[tuple[str, tuple[int, ...]], TableEntry | None]:
+        return {}  # (table, key) -> what lookup returned (the config never changes)
 
     def lookup(self, table: str, *key: int) -> TableEntry | None:
         """Apply ``table`` to ``key`` (one value per match field): the hit or None."""
+        hits = self._hits
+        hit = hits.get((table, key), _MISS)
+        if hit is _MISS:
+            if len(hits) >= _HITS_LIMIT:
+                hits.clear()
+            hit = hits[(table, key)] = self._lookup(table, key)
+        return hit  # type: ignore[return-value]
+
+    def _lookup(self, table: str, key: tuple[int, ...]) -> TableEntry | None:
         idx = self._index.get(table)
         if idx is None:
             return None
@@ -152,6 +152,44 @@ class SwitchConfig:
         if table is not None:
             return len(self.tables.get(table, ()))
         return sum(len(v) for v in self.tables.values())
+
+
+_MISS = object()
+_HITS_LIMIT = 4096  # lookups remembered per config (then forgotten at once)
+
+#: per table: the key positions that are exact in every entry, and a dict from
+#: those values to the candidate entries in precedence order
+_TableIndex = tuple[tuple[int, ...], dict[tuple[int, ...], list["TableEntry"]]]
+#: indexes of large tables by the identity of their entries (strategies share one
+#: tuple of identical rules among all switches, e.g. ``read_entry``); small
+#: per-switch tables are cheaper to index again than to keep
+_SHARED_INDEX: dict[int, tuple[tuple[TableEntry, ...], _TableIndex]] = {}
+_SHARED_MIN_ENTRIES = 32
+_SHARED_LIMIT = 64
+
+
+def _table_index(entries: tuple[TableEntry, ...]) -> _TableIndex:
+    """The lookup index of one table (shared among configs holding the same tuple)."""
+    if len(entries) < _SHARED_MIN_ENTRIES:
+        return _build_index(entries)
+    hit = _SHARED_INDEX.get(id(entries))
+    if hit is None or hit[0] is not entries:
+        if len(_SHARED_INDEX) >= _SHARED_LIMIT:
+            _SHARED_INDEX.clear()
+        hit = _SHARED_INDEX[id(entries)] = (entries, _build_index(entries))
+    return hit[1]
+
+
+def _build_index(entries: tuple[TableEntry, ...]) -> _TableIndex:
+    width = len(entries[0].match) if entries else 0
+    exact = tuple(i for i in range(width)
+                  if all(isinstance(e.match[i][1], Exact) for e in entries))
+    buckets: dict[tuple[int, ...], list[TableEntry]] = {}
+    # all-exact tables have one entry per key: no precedence order needed
+    ordered = entries if len(exact) == width else sorted(entries, key=_precedence)
+    for e in ordered:
+        buckets.setdefault(tuple(e.match[i][1].value for i in exact), []).append(e)  # type: ignore[union-attr]
+    return exact, buckets
 
 
 def _precedence(entry: TableEntry) -> tuple[int, int]:

@@ -59,6 +59,16 @@ class TimeWeighted:
         self._t = self.t0
         self.peak = max(self.peak, self.level)
 
+    @classmethod
+    def restore(cls, *, t0: float, t: float, level: float, peak: float, area: float
+                ) -> TimeWeighted:
+        """The tracker as :meth:`set` calls would have left it (for servers that keep
+        the same four numbers inline, see :class:`sim.timed_switch.FifoServer`)."""
+        tw = cls(t0=t0, level=level, peak=peak)
+        tw._area = area
+        tw._t = t
+        return tw
+
     def set(self, t: float, level: float) -> None:
         if t < self._t:
             raise ValueError(f"time went backwards: {t} < {self._t}")

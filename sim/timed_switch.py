@@ -3,8 +3,9 @@
 Pure core, timed shell: a switch asks its data-plane model *what* happens to
 an arriving frame (:meth:`sim.dataplane.DataPlane.process`, a
 :class:`~sim.dataplane.PipelineResult`) and only decides *when*: every
-pipeline pass, recirculation, replication and transmission is an
-``env.timeout``.
+pipeline pass, recirculation, replication and transmission is one SimPy
+event, scheduled as ``env.timeout`` would schedule it (:func:`call_later`;
+SimPy 4's ``Environment`` queue layout).
 
 Passes. When the model records a pass trace (``pass_parents``), every pass
 is a job that becomes ready when the pass that spawned it (its recirculation
@@ -34,9 +35,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappush
 from typing import Any
 
 import simpy
+from simpy.events import NORMAL
 
 from sim.control import SwitchConfig
 from sim.dataplane import DataPlane, Emit, PipelineResult
@@ -83,16 +86,19 @@ def pass_plan(result: PipelineResult) -> PassPlan:
     n = max(result.passes, 1)
     parents = result.pass_parents
     traced = bool(parents)
-    if traced:
-        if len(parents) != result.passes or parents[0] != -1 or any(
-                not 0 <= p < j for j, p in enumerate(parents) if j):
-            raise EngineError(f"inconsistent pass trace {parents} for {result.passes} passes")
-    else:
-        parents = (-1, *range(n - 1))
     children: list[list[int]] = [[] for _ in range(n)]
-    for j, p in enumerate(parents):
-        if p >= 0:
+    if traced:
+        if len(parents) != result.passes or parents[0] != -1:
+            raise EngineError(f"inconsistent pass trace {parents} for {result.passes} passes")
+        for j in range(1, n):
+            p = parents[j]
+            if not 0 <= p < j:
+                raise EngineError(f"inconsistent pass trace {parents} for {result.passes} "
+                                  "passes")
             children[p].append(j)
+    else:  # one sequential chain
+        for j in range(1, n):
+            children[j - 1].append(j)
     emits: list[list[Emit]] = [[] for _ in range(n)]
     for e in result.emitted:
         after = e.after_pass if traced else min(max(e.depth, 1), n) - 1
@@ -105,30 +111,68 @@ def pass_plan(result: PipelineResult) -> PassPlan:
 # -- FIFO servers --------------------------------------------------------------------
 
 
+class _Wakeup:
+    """A bare, already-triggered SimPy event that only runs one callback.
+
+    What ``env.timeout(delay).callbacks.append(callback)`` does, without the
+    parts of :class:`simpy.Timeout` no caller here uses (value, delay, desc):
+    it is scheduled in ``env``'s queue with the same (time, priority, id) key
+    a timeout gets, so the order of events and the event count are unchanged.
+    """
+
+    __slots__ = ("callbacks",)
+    _ok = True  # read by Environment.step: a successful event
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = [callback]
+
+
+def call_later(env: simpy.Environment, delay: float, callback: Callable[[Any], None]) -> None:
+    """Run ``callback(event)`` after ``delay`` (>= 0) simulated seconds: one SimPy event."""
+    env.schedule(_Wakeup(callback), NORMAL, delay)  # type: ignore[arg-type]
+
+
 class FifoServer:
     """A single FIFO server with an optional buffer (drop-tail).
 
     Timing: the head item is held for ``service(item)`` seconds (one
-    ``env.timeout``), then ``done(item)`` is called and the next item starts
+    SimPy event), then ``done(item)`` is called and the next item starts
     at once; an item offered to an idle server starts at the moment it is
     offered. Items offered while ``buffer`` items are present (the one in
-    service included) are refused. Occupancy is tracked time-weighted.
+    service included) are refused. Occupancy is tracked time-weighted
+    (:attr:`occupancy`; kept inline here, the hottest path of the engine).
 
-    The server is driven by the timeouts' callbacks rather than by a
-    generator process: the same schedule with half the events (no wake-up
-    event when an idle server gets work), which matters for the engine's
-    speed (``stackcast bench timed``).
+    The server is driven by events' callbacks rather than by a generator
+    process: the same schedule with half the events (no wake-up event when an
+    idle server gets work), which matters for the engine's speed
+    (``stackcast bench timed``). A server has at most one service event
+    pending, so it reuses one event object (rescheduled only after SimPy has
+    processed it) with the key ``env.timeout`` would give it.
     """
 
-    __slots__ = ("env", "queue", "buffer", "occupancy", "_busy", "name")
+    __slots__ = ("env", "queue", "buffer", "_busy", "name", "_t0", "_t", "_level", "_area",
+                 "_peak", "_wake", "_callbacks", "_heap", "_eid")
 
     def __init__(self, env: simpy.Environment, name: Any, buffer: int | None) -> None:
         self.env = env
         self.name = name
         self.queue: deque[Any] = deque()
         self.buffer = buffer
-        self.occupancy = TimeWeighted(t0=env.now)
         self._busy = False
+        # time-weighted occupancy, as TimeWeighted(t0=env.now) would hold it
+        self._t0 = self._t = env.now
+        self._level: float = 0.0
+        self._peak: float = 0.0
+        self._area = 0.0
+        self._callbacks = [self._finish]  # never mutated by SimPy (it swaps in None)
+        self._wake = _Wakeup(self._finish)  # the one service event, rescheduled by _serve
+        self._heap, self._eid = env._queue, env._eid  # as Environment.schedule uses them
+
+    @property
+    def occupancy(self) -> TimeWeighted:
+        """The queue length (in service included) over time."""
+        return TimeWeighted.restore(t0=self._t0, t=self._t, level=self._level,
+                                    peak=self._peak, area=self._area)
 
     def offer(self, item: Any) -> bool:
         """Enqueue ``item`` now; False (and nothing queued) when the buffer is full."""
@@ -136,10 +180,23 @@ class FifoServer:
         if self.buffer is not None and len(q) >= self.buffer:
             return False
         q.append(item)
-        self.occupancy.set(self.env.now, len(q))
+        now = self.env._now
+        level = len(q)
+        self._area += self._level * (now - self._t)
+        self._t = now
+        self._level = level
+        if level > self._peak:
+            self._peak = level
         if not self._busy:
-            self._start()
+            self._busy = True
+            self._serve(now, self.service(item))
         return True
+
+    def _serve(self, now: float, service_s: float) -> None:
+        """Schedule the end of the head item's service (as ``env.timeout(service_s)``)."""
+        wake = self._wake
+        wake.callbacks = self._callbacks
+        heappush(self._heap, (now + service_s, NORMAL, next(self._eid), wake))
 
     def service(self, item: Any) -> float:
         raise NotImplementedError
@@ -147,17 +204,16 @@ class FifoServer:
     def done(self, item: Any) -> None:
         raise NotImplementedError
 
-    def _start(self) -> None:
-        self._busy = True
-        self.env.timeout(self.service(self.queue[0])).callbacks.append(self._finish)
-
-    def _finish(self, _event: simpy.Event) -> None:
+    def _finish(self, _event: Any) -> None:
         q = self.queue
         item = q.popleft()
-        self.occupancy.set(self.env.now, len(q))
+        now = self.env._now
+        self._area += self._level * (now - self._t)
+        self._t = now
+        self._level = len(q)  # lower than before: the peak cannot change
         self.done(item)  # may offer more work to this server (it is still busy)
         if q:
-            self._start()
+            self._serve(self.env._now, self.service(q[0]))
         else:
             self._busy = False
 
@@ -202,7 +258,7 @@ class EgressPort(FifoServer):
             return
         item = (item[0], item[1], item[2] + 1)
         if self.delay_s > 0:
-            self.env.timeout(self.delay_s).callbacks.append(self._arrival(item))
+            call_later(self.env, self.delay_s, self._arrival(item))
         else:
             self.arrive(self.dst_port, item)
 
@@ -232,12 +288,16 @@ class Pipeline(FifoServer):
     time; the data-plane model runs when a frame's first pass starts.
     """
 
-    __slots__ = ("switch",)
+    __slots__ = ("switch", "_sw_name", "_executed", "_reenter")
 
     def __init__(self, env: simpy.Environment, switch: SwitchNode, index: int,
                  buffer: int | None) -> None:
         super().__init__(env, (switch.name, index), buffer)
         self.switch = switch
+        self._sw_name = switch.name
+        self._executed: dict[str, int] = switch.recorder.recirc_executed
+        #: no recirculation ports: spawned passes re-enter this pipeline at once
+        self._reenter = switch.timed.recirc_port_bps is None
 
     def service(self, item: tuple[_Packet, int]) -> float:
         pkt = item[0]
@@ -247,6 +307,50 @@ class Pipeline(FifoServer):
 
     def done(self, item: tuple[_Packet, int]) -> None:
         self.switch.pass_done(item[0], item[1])
+
+    def _finish(self, _event: Any) -> None:
+        # FifoServer._finish with service, done and SwitchNode.pass_done inlined
+        # (every pass takes this path): the same effects in the same order
+        q = self.queue
+        pkt, j = q.popleft()
+        now = self.env._now
+        self._area += self._level * (now - self._t)
+        self._t = now
+        plan: PassPlan = pkt.plan  # type: ignore[assignment]  # set by start()
+        if j:  # Recorder.recirculated
+            executed, name = self._executed, self._sw_name
+            executed[name] = executed.get(name, 0) + 1
+        children = plan.children[j]
+        if children and self._reenter:  # back into this pipeline (busy: nothing starts)
+            buffer = self.buffer
+            for c in children:
+                if buffer is not None and len(q) >= buffer:
+                    self.switch.recorder.drop(now, "pipeline", self._sw_name, pkt.pipe,
+                                              pkt.frame[1])
+                else:
+                    q.append((pkt, c))
+            # the level after the pop and after each append, all at `now`:
+            # only the last one holds, and it is the highest of them
+            level = len(q)
+            self._level = level
+            if level > self._peak:
+                self._peak = level
+        else:
+            self._level = len(q)  # lower than before: the peak cannot change
+            if children:
+                self.switch.recirculate(pkt, children)
+        copies = plan.emits[j]
+        if copies:
+            self.switch.send_copies(pkt, copies)
+        if q:
+            nxt = q[0][0]
+            if nxt.plan is None:
+                self.switch.start(nxt)
+            wake = self._wake
+            wake.callbacks = self._callbacks
+            heappush(self._heap, (now + nxt.service, NORMAL, next(self._eid), wake))
+        else:
+            self._busy = False
 
 
 class RecircPort(FifoServer):
@@ -330,7 +434,7 @@ class SwitchNode:
             def ready(_ev: simpy.Event) -> None:
                 self.enqueue((pkt, 0))
 
-            self.env.timeout(latency).callbacks.append(ready)
+            call_later(self.env, latency, ready)
         else:
             self.enqueue((pkt, 0))
 
@@ -356,24 +460,39 @@ class SwitchNode:
         self.recorder.processed(self.name, result, nid)
 
     def pass_done(self, pkt: _Packet, j: int) -> None:
+        """Pass ``j`` of ``pkt`` completed: spawn its child passes, send its copies.
+
+        (:meth:`Pipeline._finish` runs the same steps inline.)
+        """
         plan: PassPlan = pkt.plan  # type: ignore[assignment]  # set by start()
-        _, nid, hops = pkt.frame
-        rec = self.recorder
         if j:
-            rec.recirculated(self.name)
-        for c in plan.children[j]:
+            self.recorder.recirculated(self.name)
+        children = plan.children[j]
+        if children:
             if self.recirc:
-                ports = self.recirc[pkt.pipe]
-                port = min(ports, key=lambda p: len(p.queue)) if len(ports) > 1 else ports[0]
-                if not port.offer((pkt, c)):
-                    rec.drop(self.env.now, "recirc", self.name, pkt.pipe, nid)
+                self.recirculate(pkt, children)
             else:
-                self.enqueue((pkt, c))
+                for c in children:
+                    self.enqueue((pkt, c))
         copies = plan.emits[j]
+        if copies:
+            self.send_copies(pkt, copies)
+
+    def recirculate(self, pkt: _Packet, children: tuple[int, ...]) -> None:
+        """Child passes through the least-loaded recirculation port of the pipeline."""
+        ports = self.recirc[pkt.pipe]
+        for c in children:
+            port = min(ports, key=lambda p: len(p.queue)) if len(ports) > 1 else ports[0]
+            if not port.offer((pkt, c)):
+                self.recorder.drop(self.env.now, "recirc", self.name, pkt.pipe, pkt.frame[1])
+
+    def send_copies(self, pkt: _Packet, copies: tuple[Emit, ...]) -> None:
+        """Copies leaving after one pass: through the PRE (``pre_delay_s`` each) to egress."""
+        _, nid, hops = pkt.frame
         pre = self.timed.pre_delay_s
         if len(copies) >= 2 and pre > 0:
             for i, emit in enumerate(copies, start=1):
-                self.env.timeout(i * pre).callbacks.append(self._replica(emit, nid, hops))
+                call_later(self.env, i * pre, self._replica(emit, nid, hops))
         else:
             for emit in copies:
                 self.egress(emit, nid, hops)
