@@ -22,13 +22,13 @@ Seed 001 §6.2 (network FP rate, merge ratio); digest seed001-004 A5.6-A5.8.
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from experiments.report import group_rows, receiver_params
 from experiments.results import read_results
 from experiments.schema import POINT_COLUMNS
 
@@ -48,9 +48,7 @@ COLUMNS = ["strategy", "params", "topology", "receivers_model", "n", "network_fp
 def summarize(table: pa.Table) -> list[dict[str, Any]]:
     """One record per parameter point (sums and ratios over all its rows)."""
     cols = table.to_pydict()
-    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(*(cols[c] for c in POINT_COLUMNS), strict=True)):
-        groups[key].append(i)
+    groups = group_rows(cols, POINT_COLUMNS)
     out = []
     for key in sorted(groups):
         idx = groups[key]
@@ -139,12 +137,7 @@ REPORT_PANELS = ("bytes_per_note", "link_fp_rate", "subscriber_fp_rate", "state_
 
 def _churn(receivers_model: str) -> int:
     """Subscription changes per notification of a ``content:`` spec (0 = none)."""
-    _, _, rest = receivers_model.partition(":")
-    for item in rest.split(","):
-        key, _, value = item.partition("=")
-        if key == "churn":
-            return int(value)
-    return 0
+    return int(receiver_params(receivers_model).get("churn", 0))
 
 
 def records_from_points(points: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -195,10 +188,7 @@ def _label(r: dict[str, Any]) -> str:
 
 def _with_suffixes(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records whose label also names the receiver-model and topology settings that vary."""
-    def params(spec: str) -> dict[str, str]:
-        return dict(kv.partition("=")[::2] for kv in spec.partition(":")[2].split(",") if kv)
-
-    specs = {r["receivers_model"]: params(r["receivers_model"]) for r in records}
+    specs = {r["receivers_model"]: receiver_params(r["receivers_model"]) for r in records}
     keys = sorted({k for p in specs.values() for k in p})
     varying = [k for k in keys if len({p.get(k) for p in specs.values()}) > 1]
     topo = len({r["topology"] for r in records}) > 1

@@ -9,36 +9,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from experiments.cli import CliError
-    from hil.bmv2 import Bmv2Error
+    from experiments.hil_cli import on_bmv2, quiet_s, show_progress
     from hil.calibrate import calibrate
-    from hil.netns import NetnsError, signals_as_interrupt
-    from hil.validate import HilUnavailable
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     if not strategies:
         raise CliError("--strategies needs at least one strategy name")
-    try:
-        with signals_as_interrupt():
-            result = calibrate(args.topology, strategies, notifications=args.notifications,
-                               reps=args.reps, seed=args.seed, quiet_s=args.quiet_ms / 1e3,
-                               progress=not args.no_progress and sys.stderr.isatty())
-    except HilUnavailable as exc:
-        raise CliError(str(exc)) from None
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
-    except (Bmv2Error, NetnsError) as exc:
-        print(f"stackcast: BMv2 failed: {exc}", file=sys.stderr)
+    quiet = quiet_s(args)
+    result = on_bmv2(lambda: calibrate(args.topology, strategies,
+                                       notifications=args.notifications, reps=args.reps,
+                                       seed=args.seed, quiet_s=quiet,
+                                       progress=show_progress(args)))
+    if result is None:
         return 1
     print(json.dumps(result.to_json(), indent=2) if args.json else result.format_text())
     return 0
 
 
 def add_calibrate_parser(hsub: argparse._SubParsersAction) -> None:
+    from experiments.hil_cli import add_run_options
     from hil.calibrate import STRATEGIES, TOPOLOGY
 
     cal = hsub.add_parser(
@@ -54,8 +47,6 @@ def add_calibrate_parser(hsub: argparse._SubParsersAction) -> None:
     cal.add_argument("--reps", type=int, default=5,
                      help="sends per visit; the median latency counts (default 5)")
     cal.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
-    cal.add_argument("--quiet-ms", type=float, default=20.0,
-                     help="quiescence window after the last copy, ms (default 20)")
-    cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_run_options(cal, "quiescence window after the last copy, ms (default 20)")
     cal.add_argument("--json", action="store_true", help="print one JSON object")
     cal.set_defaults(func=cmd_calibrate)

@@ -9,31 +9,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 EXIT_MISMATCH = 1
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from experiments.cli import CliError
-    from hil.bmv2 import Bmv2Error
-    from hil.netns import NetnsError, signals_as_interrupt
+    from experiments.hil_cli import on_bmv2, quiet_s, show_progress
     from hil.replay import replay, summary_json
-    from hil.validate import HilUnavailable
 
-    quiet_ms = args.quiet_ms if args.quiet_ms is not None else (
-        20.0 if args.mode == "hop" else 100.0)
-    if quiet_ms <= 0:
-        raise CliError("--quiet-ms must be > 0")
-    try:
-        with signals_as_interrupt():
-            results = replay(args.file, args.mode,
-                             progress=not args.no_progress and sys.stderr.isatty(),
-                             quiet_s=quiet_ms / 1e3, log_level=args.bmv2_log_level)
-    except HilUnavailable as exc:
-        raise CliError(str(exc)) from None
-    except (Bmv2Error, NetnsError) as exc:
-        print(f"stackcast: BMv2 failed: {exc}", file=sys.stderr)
+    quiet = quiet_s(args)
+    results = on_bmv2(lambda: replay(args.file, args.mode, progress=show_progress(args),
+                                     quiet_s=quiet, log_level=args.bmv2_log_level))
+    if results is None:
         return EXIT_MISMATCH
     summary = summary_json(results)
     if args.json:
@@ -46,6 +33,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def add_replay_parser(hsub: argparse._SubParsersAction) -> None:
+    from experiments.hil_cli import add_run_options
+
     rep = hsub.add_parser(
         "replay", help="replay a trace written by `stackcast run SPEC --trace FILE` on BMv2 "
                        "(needs root) and compare with the model's recorded outcome")
@@ -53,12 +42,7 @@ def add_replay_parser(hsub: argparse._SubParsersAction) -> None:
     rep.add_argument("--mode", choices=["hop", "network"], default="hop",
                      help="hop: one BMv2 fed the recorded switch visits (default); "
                           "network: one BMv2 per switch, small topologies")
-    rep.add_argument("--quiet-ms", type=float, default=None,
-                     help="quiescence window per check in ms (default 20 hop, 100 network)")
-    rep.add_argument("--bmv2-log-level", default="off",
-                     choices=["off", "error", "warn", "info", "debug", "trace"],
-                     help="BMv2 log level (default off)")
-    rep.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_run_options(rep, "quiescence window per check in ms (default 20 hop, 100 network)")
     rep.add_argument("--json", action="store_true",
                      help="one JSON object: notifications, switch_visits, match_rate, "
                           "mismatches, cells")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,20 @@ TIMED_HEADLINE = ["latency_last_ms", "cell_deliveries_per_s", "cell_delivery_rat
                   "cell_convergence_mean_ms"]
 
 
+def group_rows(cols: dict[str, list[Any]], keys: Sequence[str]
+               ) -> dict[tuple[Any, ...], list[int]]:
+    """Row indexes by their values of ``keys`` (one group per parameter point)."""
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for i, key in enumerate(zip(*(cols[c] for c in keys), strict=True)):
+        groups[key].append(i)
+    return groups
+
+
 def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
     """Aggregate in this process (numpy); same output as the Spark aggregation."""
     cols = table.to_pydict()
     points, metrics = point_columns(table.schema), metric_columns(table.schema)
-    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(*(cols[c] for c in points), strict=True)):
-        groups[key].append(i)
+    groups = group_rows(cols, points)
     out = []
     for key in sorted(groups):
         idx = groups[key]
@@ -51,7 +58,7 @@ def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
-def _receiver_params(spec: str) -> dict[str, str]:
+def receiver_params(spec: str) -> dict[str, str]:
     _, _, rest = spec.partition(":")
     return dict(item.partition("=")[::2] for item in rest.split(",") if "=" in item)
 
@@ -63,7 +70,7 @@ def _x_axis(specs: Iterable[str]) -> tuple[str | None, dict[str, float], dict[st
     each spec's x value, and each spec's remaining varying parameters as a
     label suffix (e.g. ``scenario=nearby``), so series are split by them.
     """
-    params = {s: _receiver_params(s) for s in specs}
+    params = {s: receiver_params(s) for s in specs}
     keys = sorted({k for p in params.values() for k in p})
     distinct = {k: {p.get(k) for p in params.values()} for k in keys}
 
