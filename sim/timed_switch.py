@@ -34,8 +34,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from heapq import heappush
+from operator import lt
 from typing import Any
 
 import simpy
@@ -66,12 +67,19 @@ class PassPlan:
 
     ``children[j]``: passes spawned by pass j (they re-enter the pipeline
     when j completes); ``emits[j]``: copies leaving after pass j; ``traced``:
-    whether the data plane gave the DAG (else the sequential-chain fallback).
+    whether the data plane gave the DAG (else the sequential-chain fallback);
+    ``steps[j]``: ``(children[j], emits[j])``, in one tuple for the engine's
+    hot loop.
     """
 
     children: tuple[tuple[int, ...], ...]
     emits: tuple[tuple[Emit, ...], ...]
     traced: bool
+    steps: tuple[tuple[tuple[int, ...], tuple[Emit, ...]], ...] = field(init=False, repr=False,
+                                                                         compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(zip(self.children, self.emits, strict=True)))
 
 
 def pass_plan(result: PipelineResult) -> PassPlan:
@@ -88,13 +96,11 @@ def pass_plan(result: PipelineResult) -> PassPlan:
     traced = bool(parents)
     children: list[list[int]] = [[] for _ in range(n)]
     if traced:
-        if len(parents) != result.passes or parents[0] != -1:
+        later = parents[1:]
+        if (len(parents) != result.passes or parents[0] != -1
+                or not all(map(lt, later, range(1, n))) or min(later, default=0) < 0):
             raise EngineError(f"inconsistent pass trace {parents} for {result.passes} passes")
-        for j in range(1, n):
-            p = parents[j]
-            if not 0 <= p < j:
-                raise EngineError(f"inconsistent pass trace {parents} for {result.passes} "
-                                  "passes")
+        for j, p in enumerate(later, start=1):
             children[p].append(j)
     else:  # one sequential chain
         for j in range(1, n):
@@ -125,6 +131,18 @@ class _Wakeup:
 
     def __init__(self, callback: Callable[[Any], None]) -> None:
         self.callbacks: list[Callable[[Any], None]] | None = [callback]
+
+
+class _Landing:
+    """A frame reaching the far end of a link: a bare event (as :class:`_Wakeup`) that
+    carries it to the callbacks its link shares among all its frames."""
+
+    __slots__ = ("callbacks", "frame")
+    _ok = True
+
+    def __init__(self, callbacks: list[Callable[[Any], None]], frame: Frame) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = callbacks
+        self.frame = frame
 
 
 def call_later(env: simpy.Environment, delay: float, callback: Callable[[Any], None]) -> None:
@@ -229,7 +247,7 @@ class EgressPort(FifoServer):
     """
 
     __slots__ = ("src", "dst", "dst_port", "bps", "delay_s", "min_service_s", "arrive",
-                 "recorder", "ttl")
+                 "recorder", "ttl", "_land")
 
     def __init__(self, env: simpy.Environment, recorder: Any, src: str, port: int, dst: str,
                  dst_port: int, bps: float, delay_s: float, buffer: int | None,
@@ -241,6 +259,7 @@ class EgressPort(FifoServer):
         self.bps, self.delay_s, self.min_service_s = bps, delay_s, min_service_s
         self.arrive = arrive
         self.recorder = recorder
+        self._land = [self._landed]  # the callbacks of every _Landing of this link
 
     def send(self, frame: Frame) -> None:
         if not self.offer(frame):
@@ -257,27 +276,27 @@ class EgressPort(FifoServer):
         if not self.recorder.tx(self.env.now, self.src, self.dst, self.name[1], item):
             return
         item = (item[0], item[1], item[2] + 1)
-        if self.delay_s > 0:
-            call_later(self.env, self.delay_s, self._arrival(item))
+        if self.delay_s > 0:  # as call_later(env, delay_s, ...)
+            heappush(self._heap, (self.env._now + self.delay_s, NORMAL, next(self._eid),
+                                  _Landing(self._land, item)))
         else:
             self.arrive(self.dst_port, item)
 
-    def _arrival(self, frame: Frame) -> Callable[[simpy.Event], None]:
-        def arrive(_ev: simpy.Event) -> None:
-            self.arrive(self.dst_port, frame)
-        return arrive
+    def _landed(self, event: _Landing) -> None:
+        self.arrive(self.dst_port, event.frame)
 
 
 class _Packet:
     """One arriving frame inside a switch: its plan once the first pass started."""
 
-    __slots__ = ("frame", "in_port", "pipe", "plan", "service")
+    __slots__ = ("frame", "in_port", "pipe", "plan", "steps", "service")
 
     def __init__(self, frame: Frame, in_port: int, pipe: int) -> None:
         self.frame = frame
         self.in_port = in_port
         self.pipe = pipe
         self.plan: PassPlan | None = None
+        self.steps: tuple[tuple[tuple[int, ...], tuple[Emit, ...]], ...] = ()  # plan.steps
         self.service: float = 0.0
 
 
@@ -288,14 +307,14 @@ class Pipeline(FifoServer):
     time; the data-plane model runs when a frame's first pass starts.
     """
 
-    __slots__ = ("switch", "_sw_name", "_executed", "_reenter")
+    __slots__ = ("switch", "_sw_name", "_recirculated", "_reenter")
 
     def __init__(self, env: simpy.Environment, switch: SwitchNode, index: int,
                  buffer: int | None) -> None:
         super().__init__(env, (switch.name, index), buffer)
         self.switch = switch
         self._sw_name = switch.name
-        self._executed: dict[str, int] = switch.recorder.recirc_executed
+        self._recirculated: list[int] = switch.recorder.recirc_counter(switch.name)
         #: no recirculation ports: spawned passes re-enter this pipeline at once
         self._reenter = switch.timed.recirc_port_bps is None
 
@@ -314,14 +333,20 @@ class Pipeline(FifoServer):
         q = self.queue
         pkt, j = q.popleft()
         now = self.env._now
-        self._area += self._level * (now - self._t)
-        self._t = now
-        plan: PassPlan = pkt.plan  # type: ignore[assignment]  # set by start()
+        children, copies = pkt.steps[j]
         if j:  # Recorder.recirculated
-            executed, name = self._executed, self._sw_name
-            executed[name] = executed.get(name, 0) + 1
-        children = plan.children[j]
-        if children and self._reenter:  # back into this pipeline (busy: nothing starts)
+            self._recirculated[0] += 1
+        if len(children) == 1 and self._reenter and (self.buffer is None or len(q) < self.buffer):
+            # one pass re-enters this pipeline: the queue is as long as before, so the
+            # time-weighted occupancy goes on unchanged (no update needed)
+            q.append((pkt, children[0]))
+        elif not children:
+            self._area += self._level * (now - self._t)
+            self._t = now
+            self._level = len(q)  # lower than before: the peak cannot change
+        elif self._reenter:  # back into this pipeline (busy: nothing starts)
+            self._area += self._level * (now - self._t)
+            self._t = now
             buffer = self.buffer
             for c in children:
                 if buffer is not None and len(q) >= buffer:
@@ -336,10 +361,10 @@ class Pipeline(FifoServer):
             if level > self._peak:
                 self._peak = level
         else:
-            self._level = len(q)  # lower than before: the peak cannot change
-            if children:
-                self.switch.recirculate(pkt, children)
-        copies = plan.emits[j]
+            self._area += self._level * (now - self._t)
+            self._t = now
+            self._level = len(q)
+            self.switch.recirculate(pkt, children)
         if copies:
             self.switch.send_copies(pkt, copies)
         if q:
@@ -411,7 +436,7 @@ class SwitchNode:
              for k in range(timed.recirc_ports)] for i in range(timed.pipelines)
         ] if bps is not None else []
         self._cache: dict[tuple[int, Any, int], tuple[SwitchConfig, PipelineResult, PassPlan,
-                                                      float]] = {}
+                                                      Any, float]] = {}
         self._lookup_s: tuple[int, float] = (-1, 0.0)
 
     # -- configuration (the controller writes here) --------------------------------
@@ -435,8 +460,8 @@ class SwitchNode:
                 self.enqueue((pkt, 0))
 
             call_later(self.env, latency, ready)
-        else:
-            self.enqueue((pkt, 0))
+        elif not self.pipelines[pkt.pipe].offer((pkt, 0)):  # enqueue, inline
+            self.recorder.drop(self.env.now, "pipeline", self.name, pkt.pipe, frame[1])
 
     def enqueue(self, job: tuple[_Packet, int]) -> None:
         if not self.pipelines[job[0].pipe].offer(job):
@@ -455,8 +480,8 @@ class SwitchNode:
             service = self.timed.pass_s + result.lookups / passes * self._lookup_time()
             if len(self._cache) >= _PLAN_CACHE_LIMIT:
                 self._cache.clear()
-            hit = self._cache[key] = (cfg, result, plan, service)
-        _, result, pkt.plan, pkt.service = hit
+            hit = self._cache[key] = (cfg, result, plan, plan.steps, service)
+        _, result, pkt.plan, pkt.steps, pkt.service = hit
         self.recorder.processed(self.name, result, nid)
 
     def pass_done(self, pkt: _Packet, j: int) -> None:
@@ -494,8 +519,13 @@ class SwitchNode:
             for i, emit in enumerate(copies, start=1):
                 call_later(self.env, i * pre, self._replica(emit, nid, hops))
         else:
-            for emit in copies:
-                self.egress(emit, nid, hops)
+            ports = self.ports
+            for emit in copies:  # egress, inline
+                port = ports.get(emit.port)
+                if port is None:
+                    self.egress(emit, nid, hops)  # raises
+                elif not port.offer((emit.packet, nid, hops)):  # EgressPort.send
+                    self.recorder.drop(self.env.now, "egress", self.name, emit.port, nid)
 
     def _replica(self, emit: Emit, nid: int, hops: int) -> Callable[[simpy.Event], None]:
         def leave(_ev: simpy.Event) -> None:

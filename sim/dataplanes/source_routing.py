@@ -148,9 +148,16 @@ def _read_index(action: str) -> int:
 
 @dataclass(slots=True)
 class _Run:
-    """Counters and emitted copies of one arriving packet at one switch."""
+    """Counters and emitted copies of one arriving packet at one switch.
+
+    ``read_entry`` and ``check_entry`` apply the two tables every pass of a
+    port or mixed stack applies; they remember what the (unchanging) tables
+    answered for this packet, as the scan asks the same keys over and over.
+    """
 
     config: SwitchConfig
+    #: mixed stacks: check_entry is keyed on the entry's tag as well
+    mixed: bool = False
     passes: int = 0
     recirculations: int = 0
     lookups: int = 0
@@ -160,10 +167,31 @@ class _Run:
     emits: list[tuple[int, int, int, list[StackEntry], int]] = field(default_factory=list)
     #: the pass trace: parents[j] = the pass that spawned pass j (-1: arrival)
     parents: list[int] = field(default_factory=list)
+    _read: dict[int, int | None] = field(default_factory=dict)
+    _own: dict[tuple[int, int], TableEntry | None] = field(default_factory=dict)
 
     def apply(self, table: str, *key: int) -> TableEntry | None:
         self.lookups += 1
         return self.config.lookup(table, *key)
+
+    def read_entry(self, seen: int) -> int | None:
+        """Apply ``read_entry`` to ``num_seen_labels``: the stack index to read, or None."""
+        self.lookups += 1
+        if seen in self._read:
+            return self._read[seen]
+        hit = self.config.lookup(READ_ENTRY, seen)
+        index = self._read[seen] = None if hit is None else _read_index(hit.action)
+        return index
+
+    def check_entry(self, entry: StackEntry) -> TableEntry | None:
+        """Apply ``check_entry`` to the entry's id (and tag, mixed): its own_* rule or None."""
+        self.lookups += 1
+        key = (entry.switch_id, entry.tag)
+        if key in self._own:
+            return self._own[key]
+        hit = self._own[key] = (self.config.lookup(CHECK_ENTRY, *key) if self.mixed
+                                else self.config.lookup(CHECK_ENTRY, entry.switch_id))
+        return hit
 
     def new_pass(self, parent: int) -> int:
         """Start a pass spawned by pass ``parent`` (-1: the arrival); its index."""
@@ -223,7 +251,7 @@ class SourceRoutingDataPlane:
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
         """Run the program on ``packet`` arriving on ``in_port`` of ``switch``."""
-        run = _Run(config)
+        run = _Run(config, mixed=self.kind == "mixed")
         body = packet.header + packet.payload
         entries: tuple[StackEntry, ...] = ()
         used = 0
@@ -266,15 +294,18 @@ class SourceRoutingDataPlane:
         last = made_in
         if predictive:
             seen, delete = 0, False
+            parents, read_entry, check_entry = run.parents, run.read_entry, run.check_entry
             while len(st) > seen:  # recirculate while unseen entries remain
                 depth += 1
-                last = run.new_pass(last)
-                index = self._read_entry(run, seen)
+                parents.append(last)  # run.new_pass(last), counted below
+                last = len(parents) - 1
+                run.passes += 1
+                run.recirculations += 1
+                index = read_entry(seen)
                 if index is None or index >= len(st):
                     run.dropped += 1
                     return
-                entry = st[index]
-                if self._check_entry(run, entry) is not None:
+                if check_entry(st[index]) is not None:
                     delete = True  # root of another subtree of this switch
                 if delete:
                     del st[index]
@@ -285,15 +316,6 @@ class SourceRoutingDataPlane:
     def _session_port(self, run: _Run, session: int) -> int | None:
         s = run.config.clone_sessions.get(session)
         return None if s is None else s.port
-
-    def _read_entry(self, run: _Run, seen: int) -> int | None:
-        hit = run.apply(READ_ENTRY, seen)
-        return None if hit is None else _read_index(hit.action)
-
-    def _check_entry(self, run: _Run, entry: StackEntry) -> TableEntry | None:
-        if self.kind == "mixed":
-            return run.apply(CHECK_ENTRY, entry.switch_id, entry.tag)
-        return run.apply(CHECK_ENTRY, entry.switch_id)
 
     def _predictive(self, tag: int) -> bool:
         if self.pruning == "per-type":
@@ -306,12 +328,12 @@ class SourceRoutingDataPlane:
         while True:
             depth += 1
             cur = run.new_pass(cur)
-            index = self._read_entry(run, 0)
+            index = run.read_entry(0)
             if index is None or index >= len(stack):
                 run.dropped += 1
                 return
             entry = stack[index]
-            hit = self._check_entry(run, entry)
+            hit = run.check_entry(entry)
             pop = True
             if hit is not None:
                 action = hit.action

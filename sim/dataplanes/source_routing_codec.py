@@ -26,8 +26,11 @@ digest ch. 1-4 §2.1, §3.2-3.5.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import and_, attrgetter, lshift, or_, rshift
+from typing import NamedTuple
 
 from sim.packet import ETH_HEADER_BYTES, Packet
 from topologies.registry import SpecError
@@ -44,9 +47,12 @@ class StackDecodeError(ValueError):
     """Bytes that are not a well-formed stack (truncated, or Size too large)."""
 
 
-@dataclass(frozen=True, slots=True)
-class StackEntry:
-    """One stack element ``<switch_id, [tag,] value>``."""
+class StackEntry(NamedTuple):
+    """One stack element ``<switch_id, [tag,] value>``.
+
+    A named tuple rather than a frozen dataclass: parsing a stack creates one
+    per entry, and a tuple is several times cheaper to create.
+    """
 
     switch_id: int
     value: int
@@ -136,6 +142,10 @@ class StackLayout:
 def encode_stack(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
     """``Size`` + entries as the exact header bytes.
 
+    Layouts whose fields are whole bytes (all thesis layouts) are packed a
+    column at a time (:func:`_encode_columns`); others entry by entry
+    (:func:`_encode_each`, the definition both must agree with).
+
     Raises
     ------
     ValueError
@@ -145,17 +155,49 @@ def encode_stack(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
     if len(entries) > layout.max_entries:
         raise ValueError(f"{len(entries)} entries do not fit the {layout.size_bits}-bit Size "
                          f"field (size_bits={layout.size_bits})")
+    size = len(entries).to_bytes(layout.size_bytes, "big")
+    if _byte_fields(layout):
+        return size + _encode_columns(entries, layout)
+    return size + _encode_each(entries, layout)
+
+
+def _encode_each(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
+    """The entries (no ``Size``), one word per entry."""
     value_bits = layout.value_bits
     id_shift = layout.tag_bits + value_bits
     id_end, value_end, tag_end = 1 << layout.id_bits, 1 << value_bits, 1 << layout.tag_bits
     width = layout.entry_bytes
-    out = [len(entries).to_bytes(layout.size_bytes, "big")]
+    out = []
     for e in entries:
         sid, value, tag = e.switch_id, e.value, e.tag
         if not (0 <= sid < id_end and 0 <= value < value_end and 0 <= tag < tag_end):
             layout.check(e)  # raises, naming the field
         out.append(((sid << id_shift) | (tag << value_bits) | value).to_bytes(width, "big"))
     return b"".join(out)
+
+
+_ID, _TAG, _VALUE = attrgetter("switch_id"), attrgetter("tag"), attrgetter("value")
+
+
+def _byte_fields(layout: StackLayout) -> bool:
+    return not (layout.id_bits % 8 or layout.tag_bits % 8 or layout.value_bits % 8)
+
+
+def _encode_columns(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
+    """As :func:`_encode_each` for whole-byte fields: every field's bytes a column at a time."""
+    if not entries:
+        return b""
+    fields = [(list(map(_ID, entries)), layout.id_bits), (list(map(_TAG, entries)), layout.tag_bits),
+              (list(map(_VALUE, entries)), layout.value_bits)]
+    if not all(0 <= min(col) and max(col) < 1 << bits for col, bits in fields):
+        for e in entries:
+            layout.check(e)  # raises at the first entry that does not fit, naming the field
+    columns: list[Iterable[int]] = []
+    for col, bits in fields:
+        for k in range(bits // 8 - 1, -1, -1):  # big endian: most significant byte first
+            columns.append(map(and_, map(rshift, col, repeat(8 * k)), repeat(0xFF)) if k
+                           else map(and_, col, repeat(0xFF)))
+    return bytes(chain.from_iterable(zip(*columns)))
 
 
 def decode_stack(body: bytes, layout: StackLayout) -> tuple[tuple[StackEntry, ...], int]:
@@ -176,15 +218,39 @@ def decode_stack(body: bytes, layout: StackLayout) -> tuple[tuple[StackEntry, ..
     if len(body) < end:
         raise StackDecodeError(f"Size says {count} entries ({end} B) but only {len(body)} B follow "
                                "the Ethernet header")
+    if _byte_fields(layout):
+        return _decode_columns(body, sb, end, layout), end
+    return _decode_each(body, sb, end, layout), end
+
+
+def _decode_each(body: bytes, start: int, end: int, layout: StackLayout
+                 ) -> tuple[StackEntry, ...]:
+    """The entries in ``body[start:end]``, one word per entry."""
     id_shift = layout.tag_bits + layout.value_bits
     vmask = (1 << layout.value_bits) - 1
     tmask = (1 << layout.tag_bits) - 1
     entries = []
-    for off in range(sb, end, width):
-        word = int.from_bytes(body[off:off + width], "big")
+    for off in range(start, end, layout.entry_bytes):
+        word = int.from_bytes(body[off:off + layout.entry_bytes], "big")
         tag = (word >> layout.value_bits) & tmask
         entries.append(StackEntry(word >> id_shift, word & vmask, tag))
-    return tuple(entries), end
+    return tuple(entries)
+
+
+def _decode_columns(body: bytes, start: int, end: int, layout: StackLayout
+                    ) -> tuple[StackEntry, ...]:
+    """As :func:`_decode_each` for whole-byte fields: every field a column at a time."""
+    width = layout.entry_bytes
+    ib, tb, vb = layout.id_bits // 8, layout.tag_bits // 8, layout.value_bits // 8
+
+    def column(offset: int, nbytes: int) -> Iterable[int]:
+        col: Iterable[int] = body[start + offset:end:width]
+        for k in range(1, nbytes):
+            col = list(map(or_, map(lshift, col, repeat(8)), body[start + offset + k:end:width]))
+        return col
+
+    tags = column(ib, tb) if tb else repeat(0)
+    return tuple(map(StackEntry, column(0, ib), column(ib + tb, vb), tags))
 
 
 def header_length(body: bytes, layout: StackLayout) -> int:

@@ -22,6 +22,7 @@ from sim.dataplanes.source_routing import (
     OWN_ENTRY,
     SourceRoutingDataPlane,
 )
+from sim.dataplanes import source_routing_codec as codec
 from sim.dataplanes.source_routing_codec import (
     TAG_MCGROUP,
     TAG_PORT,
@@ -66,6 +67,33 @@ def test_codec_round_trips(case):
     assert header_length(header + payload, layout) == len(header)
     pkt = Packet(BROADCAST_MAC, 0x020000000001, layout.ethertype, header, payload)
     assert parse_frame(pkt.to_bytes(), layout) == pkt
+
+
+@st.composite
+def byte_field_stacks(draw):
+    """Layouts whose fields are whole bytes (the column-wise codec) and their entries."""
+    id_bits, tag_bits, value_bits = (8 * draw(st.integers(lo, 3)) for lo in (1, 0, 1))
+    layout = StackLayout(id_bits=id_bits, tag_bits=tag_bits, value_bits=value_bits)
+    entry = st.builds(StackEntry, st.integers(0, (1 << id_bits) - 1),
+                      st.integers(0, (1 << value_bits) - 1), st.integers(0, (1 << tag_bits) - 1))
+    return layout, draw(st.lists(entry, max_size=40)), draw(st.binary(max_size=8))
+
+
+@given(byte_field_stacks())
+def test_column_codec_agrees_with_the_entry_by_entry_codec(case):
+    layout, entries, payload = case
+    packed = codec._encode_columns(entries, layout)
+    assert packed == codec._encode_each(entries, layout)
+    body = len(entries).to_bytes(layout.size_bytes, "big") + packed + payload
+    end = layout.header_bytes(len(entries))
+    assert codec._decode_columns(body, layout.size_bytes, end, layout) == \
+        codec._decode_each(body, layout.size_bytes, end, layout) == tuple(entries)
+
+
+def test_column_codec_names_the_first_entry_that_does_not_fit():
+    layout = StackLayout(id_bits=8, value_bits=16, value_field="bitmask_bits")
+    with pytest.raises(ValueError, match=r"value 65536 of <3,65536> .*bitmask_bits=16"):
+        encode_stack([StackEntry(1, 5), StackEntry(3, 1 << 16), StackEntry(300, 1)], layout)
 
 
 def test_codec_is_big_endian_size_then_entries():

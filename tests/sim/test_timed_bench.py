@@ -17,10 +17,33 @@ def test_bench_timed_reports_rates_and_their_ratio(capsys):
     out = json.loads(capsys.readouterr().out)
     run = out["run"]
     assert out["raw_simpy_timeouts_per_s"] > 0 and run["events"] > 0 and run["hops"] > 0
-    assert out["events_to_raw_ratio"] == pytest.approx(
+    assert out["events_to_raw_ratio"] == pytest.approx(  # one repetition: its ratio
         run["events_per_s"] / out["raw_simpy_timeouts_per_s"])
+    assert out["queue_depth"] > 1
+    assert out["events_to_raw_at_depth_ratio"] == pytest.approx(
+        run["events_per_s"] / out["raw_simpy_at_depth_per_s"])
     assert main(["bench", "timed", *SMALL]) == 0
     assert "packet-hops" in capsys.readouterr().out
+
+
+def test_raw_simpy_reference_keeps_as_many_events_pending_as_processes(monkeypatch):
+    import simpy
+
+    from experiments import bench_timed
+
+    depths = []
+    step = simpy.Environment.step
+
+    def counting_step(env):
+        depths.append(len(env._queue))
+        step(env)
+
+    monkeypatch.setattr(simpy.Environment, "step", counting_step)
+    wall, cpu = bench_timed.raw_simpy_timeouts_per_s(timeouts=600, processes=30)
+    assert wall > 0 and cpu > 0
+    assert max(depths) == 30 and depths.count(30) > 500  # 30 pending from the start to the end
+    with pytest.raises(ValueError, match="processes must be >= 1"):
+        bench_timed.raw_simpy_timeouts_per_s(processes=0)
 
 
 @pytest.mark.benchmark

@@ -288,3 +288,21 @@ def test_engine_refuses_unknown_publisher():
     engine = TimedEngine(topo, strategy, strategy.install(topo, Knowledge()))
     with pytest.raises(EngineError, match="unknown publisher"):
         engine.publish("h9", frozenset())
+
+
+def test_runs_collect_cycles_rarely_and_restore_the_thresholds():
+    import gc
+
+    from sim.timed_engine import RUN_GC_THRESHOLDS, rare_gc
+
+    topo = load_topology("fattree:k=4")
+    strat = make_strategy("broadcast")
+    engine = TimedEngine(topo, strat, strat.install(topo, Knowledge()))
+    during = []
+    engine.env.timeout(1e-3).callbacks.append(lambda _ev: during.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    engine.run()
+    assert during == [RUN_GC_THRESHOLDS] and gc.get_threshold() == before
+    with pytest.raises(RuntimeError), rare_gc():
+        raise RuntimeError("a failing run")
+    assert gc.get_threshold() == before
