@@ -179,8 +179,9 @@ def format_bench_timed(result: dict[str, Any]) -> str:
         f"stackcast bench timed: {result['cpus']} CPUs, median of {result['reps']} repetitions",
         f"  raw SimPy           {result['raw_simpy_timeouts_per_s']:,.0f} timeouts/s "
         f"({result['raw_simpy_timeouts_per_cpu_s']:,.0f} per CPU-second)",
-        f"  raw SimPy, {result['queue_depth']:.0f} pending {result['raw_simpy_at_depth_per_s']:,.0f}"
-        " timeouts/s (as many processes as the model has events pending on average)",
+        f"  raw SimPy, {result['queue_depth']:.0f} pending "
+        f"{result['raw_simpy_at_depth_per_s']:,.0f} timeouts/s (as many processes as the model "
+        "has events pending on average)",
         f"  model               {m['strategy']} on {m['topology']}, {m['publishers']} publishers"
         f" x {m['rate_hz']:g} Hz, {m['percent']:g}% subscribers, {m['duration_s']:g} s simulated",
         f"  run                 {r['notifications']:,.0f} notifications, {r['events']:,.0f} events,"

@@ -187,7 +187,8 @@ def _encode_columns(entries: Sequence[StackEntry], layout: StackLayout) -> bytes
     """As :func:`_encode_each` for whole-byte fields: every field's bytes a column at a time."""
     if not entries:
         return b""
-    fields = [(list(map(_ID, entries)), layout.id_bits), (list(map(_TAG, entries)), layout.tag_bits),
+    fields = [(list(map(_ID, entries)), layout.id_bits),
+              (list(map(_TAG, entries)), layout.tag_bits),
               (list(map(_VALUE, entries)), layout.value_bits)]
     if not all(0 <= min(col) and max(col) < 1 << bits for col, bits in fields):
         for e in entries:
@@ -197,7 +198,7 @@ def _encode_columns(entries: Sequence[StackEntry], layout: StackLayout) -> bytes
         for k in range(bits // 8 - 1, -1, -1):  # big endian: most significant byte first
             columns.append(map(and_, map(rshift, col, repeat(8 * k)), repeat(0xFF)) if k
                            else map(and_, col, repeat(0xFF)))
-    return bytes(chain.from_iterable(zip(*columns)))
+    return bytes(chain.from_iterable(zip(*columns, strict=True)))
 
 
 def decode_stack(body: bytes, layout: StackLayout) -> tuple[tuple[StackEntry, ...], int]:

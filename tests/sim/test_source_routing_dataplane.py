@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sim.control import CloneSession, Exact, MulticastGroup, SwitchConfig, TableEntry
 from sim.dataplane import get_dataplane
+from sim.dataplanes import source_routing_codec as codec
 from sim.dataplanes.source_routing import (
     CHECK_DEV,
     CHECK_ENTRY,
@@ -22,7 +23,6 @@ from sim.dataplanes.source_routing import (
     OWN_ENTRY,
     SourceRoutingDataPlane,
 )
-from sim.dataplanes import source_routing_codec as codec
 from sim.dataplanes.source_routing_codec import (
     TAG_MCGROUP,
     TAG_PORT,
