@@ -218,11 +218,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
         return 0
     if args.target == "timed":
-        from experiments.bench_timed import TOPOLOGY, format_bench_timed, run_bench_timed
+        from experiments.bench_timed import (
+            DURATION_S,
+            TOPOLOGY,
+            format_bench_timed,
+            run_bench_timed,
+        )
 
+        duration = DURATION_S if args.duration_s is None else args.duration_s
         timed = run_bench_timed(reps=args.reps, topology=args.topology or TOPOLOGY,
                                 strategy=args.strategy, publishers=args.publishers,
-                                rate_hz=args.rate_hz, duration_s=args.duration_s)
+                                rate_hz=args.rate_hz, duration_s=duration)
         print(json.dumps(timed, indent=2) if args.json else format_bench_timed(timed))
         return 0
     from experiments.bench import format_bench, run_bench_spark
@@ -335,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--publishers", type=int, default=64, help="timed: publishing hosts")
     bench.add_argument("--rate-hz", type=float, default=100.0,
                        help="timed: notifications/s per publisher")
-    bench.add_argument("--duration-s", type=float, default=0.05,
-                       help="timed: simulated seconds of publishing")
+    bench.add_argument("--duration-s", type=float, default=None,
+                       help="timed: simulated seconds of publishing (default 0.2)")
     bench.add_argument("--cells", type=int, default=12,
                        help="cells of the CPU-bound sweep (default 12)")
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")

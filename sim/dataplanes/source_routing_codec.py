@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
-from operator import and_, attrgetter, lshift, or_, rshift
+from itertools import repeat
+from operator import lshift, or_
 from typing import NamedTuple
 
 from sim.packet import ETH_HEADER_BYTES, Packet
@@ -142,10 +142,6 @@ class StackLayout:
 def encode_stack(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
     """``Size`` + entries as the exact header bytes.
 
-    Layouts whose fields are whole bytes (all thesis layouts) are packed a
-    column at a time (:func:`_encode_columns`); others entry by entry
-    (:func:`_encode_each`, the definition both must agree with).
-
     Raises
     ------
     ValueError
@@ -155,50 +151,17 @@ def encode_stack(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
     if len(entries) > layout.max_entries:
         raise ValueError(f"{len(entries)} entries do not fit the {layout.size_bits}-bit Size "
                          f"field (size_bits={layout.size_bits})")
-    size = len(entries).to_bytes(layout.size_bytes, "big")
-    if _byte_fields(layout):
-        return size + _encode_columns(entries, layout)
-    return size + _encode_each(entries, layout)
-
-
-def _encode_each(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
-    """The entries (no ``Size``), one word per entry."""
     value_bits = layout.value_bits
     id_shift = layout.tag_bits + value_bits
     id_end, value_end, tag_end = 1 << layout.id_bits, 1 << value_bits, 1 << layout.tag_bits
     width = layout.entry_bytes
-    out = []
+    out = [len(entries).to_bytes(layout.size_bytes, "big")]
     for e in entries:
         sid, value, tag = e.switch_id, e.value, e.tag
         if not (0 <= sid < id_end and 0 <= value < value_end and 0 <= tag < tag_end):
             layout.check(e)  # raises, naming the field
         out.append(((sid << id_shift) | (tag << value_bits) | value).to_bytes(width, "big"))
     return b"".join(out)
-
-
-_ID, _TAG, _VALUE = attrgetter("switch_id"), attrgetter("tag"), attrgetter("value")
-
-
-def _byte_fields(layout: StackLayout) -> bool:
-    return not (layout.id_bits % 8 or layout.tag_bits % 8 or layout.value_bits % 8)
-
-
-def _encode_columns(entries: Sequence[StackEntry], layout: StackLayout) -> bytes:
-    """As :func:`_encode_each` for whole-byte fields: every field's bytes a column at a time."""
-    if not entries:
-        return b""
-    fields = [(list(map(_ID, entries)), layout.id_bits),
-              (list(map(_TAG, entries)), layout.tag_bits),
-              (list(map(_VALUE, entries)), layout.value_bits)]
-    if not all(0 <= min(col) and max(col) < 1 << bits for col, bits in fields):
-        for e in entries:
-            layout.check(e)  # raises at the first entry that does not fit, naming the field
-    columns: list[Iterable[int]] = []
-    for col, bits in fields:
-        for k in range(bits // 8 - 1, -1, -1):  # big endian: most significant byte first
-            columns.append(map(and_, map(rshift, col, repeat(8 * k)), repeat(0xFF)) if k
-                           else map(and_, col, repeat(0xFF)))
-    return bytes(chain.from_iterable(zip(*columns, strict=True)))
 
 
 def decode_stack(body: bytes, layout: StackLayout) -> tuple[tuple[StackEntry, ...], int]:
@@ -219,9 +182,15 @@ def decode_stack(body: bytes, layout: StackLayout) -> tuple[tuple[StackEntry, ..
     if len(body) < end:
         raise StackDecodeError(f"Size says {count} entries ({end} B) but only {len(body)} B follow "
                                "the Ethernet header")
-    if _byte_fields(layout):
+    if count >= _COLUMNS_FROM and not (layout.id_bits % 8 or layout.tag_bits % 8
+                                       or layout.value_bits % 8):
         return _decode_columns(body, sb, end, layout), end
     return _decode_each(body, sb, end, layout), end
+
+
+#: stacks from this many entries on are parsed a field column at a time (the
+#: per-entry loop is faster below: ``stackcast bench timed`` parses many short stacks)
+_COLUMNS_FROM = 4
 
 
 def _decode_each(body: bytes, start: int, end: int, layout: StackLayout
