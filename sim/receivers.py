@@ -34,7 +34,8 @@ class Population(Protocol):
     pass to strategies as ``Knowledge.stable`` (hybrid trees, seed 000 §4.3).
     """
 
-    publishers: tuple[str, ...]
+    @property
+    def publishers(self) -> tuple[str, ...]: ...
 
     def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]: ...
 
@@ -83,8 +84,9 @@ def receiver_model(spec: str) -> ReceiverModel:
 
 
 def _sample(hosts: list[str], k: int, rng: np.random.Generator) -> frozenset[str]:
-    idx = rng.choice(len(hosts), size=k, replace=False) if k else []
-    return frozenset(hosts[i] for i in idx)
+    if not k:
+        return frozenset()
+    return frozenset(hosts[i] for i in rng.choice(len(hosts), size=k, replace=False))
 
 
 # -- uniform ----------------------------------------------------------------

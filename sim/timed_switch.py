@@ -36,7 +36,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from heapq import heappush
-from operator import lt
 from typing import Any
 
 import simpy
@@ -96,11 +95,13 @@ def pass_plan(result: PipelineResult) -> PassPlan:
     traced = bool(parents)
     children: list[list[int]] = [[] for _ in range(n)]
     if traced:
-        later = parents[1:]
-        if (len(parents) != result.passes or parents[0] != -1
-                or not all(map(lt, later, range(1, n))) or min(later, default=0) < 0):
+        if len(parents) != result.passes or parents[0] != -1:
             raise EngineError(f"inconsistent pass trace {parents} for {result.passes} passes")
-        for j, p in enumerate(later, start=1):
+        for j in range(1, n):
+            p = parents[j]
+            if not 0 <= p < j:
+                raise EngineError(f"inconsistent pass trace {parents} for {result.passes} "
+                                  "passes")
             children[p].append(j)
     else:  # one sequential chain
         for j in range(1, n):
@@ -259,7 +260,8 @@ class EgressPort(FifoServer):
         self.bps, self.delay_s, self.min_service_s = bps, delay_s, min_service_s
         self.arrive = arrive
         self.recorder = recorder
-        self._land = [self._landed]  # the callbacks of every _Landing of this link
+        #: the callbacks of every _Landing of this link
+        self._land: list[Callable[[Any], None]] = [self._landed]
 
     def send(self, frame: Frame) -> None:
         if not self.offer(frame):
@@ -340,31 +342,27 @@ class Pipeline(FifoServer):
             # one pass re-enters this pipeline: the queue is as long as before, so the
             # time-weighted occupancy goes on unchanged (no update needed)
             q.append((pkt, children[0]))
-        elif not children:
-            self._area += self._level * (now - self._t)
-            self._t = now
-            self._level = len(q)  # lower than before: the peak cannot change
-        elif self._reenter:  # back into this pipeline (busy: nothing starts)
-            self._area += self._level * (now - self._t)
-            self._t = now
-            buffer = self.buffer
-            for c in children:
-                if buffer is not None and len(q) >= buffer:
-                    self.switch.recorder.drop(now, "pipeline", self._sw_name, pkt.pipe,
-                                              pkt.frame[1])
-                else:
-                    q.append((pkt, c))
-            # the level after the pop and after each append, all at `now`:
-            # only the last one holds, and it is the highest of them
-            level = len(q)
-            self._level = level
-            if level > self._peak:
-                self._peak = level
         else:
             self._area += self._level * (now - self._t)
             self._t = now
-            self._level = len(q)
-            self.switch.recirculate(pkt, children)
+            if children and self._reenter:  # back into this pipeline (busy: nothing starts)
+                buffer = self.buffer
+                for c in children:
+                    if buffer is not None and len(q) >= buffer:
+                        self.switch.recorder.drop(now, "pipeline", self._sw_name, pkt.pipe,
+                                                  pkt.frame[1])
+                    else:
+                        q.append((pkt, c))
+                # the level after the pop and after each append, all at `now`:
+                # only the last one holds, and it is the highest of them
+                level = len(q)
+                self._level = level
+                if level > self._peak:
+                    self._peak = level
+            else:
+                self._level = len(q)  # lower than before: the peak cannot change
+                if children:
+                    self.switch.recirculate(pkt, children)
         if copies:
             self.switch.send_copies(pkt, copies)
         if q:
