@@ -241,6 +241,24 @@ def test_resume_skips_finished_cells(spark: Any, local_dir: Path, tmp_path: Path
     assert run_spark(spec, tmp_path, resume=True, spark=spark)["ran"] == 0
 
 
+def _settled_cell_count(out: Path, quiet_s: float = 2.0, limit_s: float = 60.0) -> int:
+    """Cell files once none has appeared for ``quiet_s``.
+
+    PySpark's worker daemon runs in a process group of its own, so killing the
+    CLI's group leaves a worker that is inside a cell to finish it (and write its
+    file) before it notices its JVM is gone.
+    """
+    last, since, start = -1, time.monotonic(), time.monotonic()
+    while time.monotonic() - start < limit_s:
+        count = len(list(out.rglob("cell-*.parquet")))
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return count
+        time.sleep(0.1)
+    raise AssertionError(f"cell files still appearing {limit_s} s after the kill")
+
+
 def test_interrupted_run_resumed_ends_with_exactly_all_rows(spark: Any, local_dir: Path,
                                                             tmp_path: Path) -> None:
     spec_file = tmp_path / "sparktest.toml"
@@ -264,7 +282,7 @@ def test_interrupted_run_resumed_ends_with_exactly_all_rows(spark: Any, local_di
         proc.wait(timeout=60)
         if proc.stderr:
             proc.stderr.close()
-    done = len(list(out.rglob("cell-*.parquet")))
+    done = _settled_cell_count(out)
     assert 0 < done < total
 
     counts = run_spark(make_spec(), out, resume=True, spark=spark, progress=False)
