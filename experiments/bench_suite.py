@@ -249,8 +249,7 @@ def bench_timed_item(reps: int = 3, tick: Callable[[], None] = lambda: None,
     (:mod:`experiments.bench_timed`; the one-process ratio is judged alongside)."""
     from experiments.bench_timed import run_bench_timed
 
-    result = run_bench_timed(reps=reps, **model)
-    tick()
+    result = run_bench_timed(reps=reps, tick=tick, **model)
     result["target"] = _judge("timed", "events_to_raw_at_depth",
                               result["events_to_raw_at_depth_ratio"])
     result["one_process"] = _judge("timed", "events_to_raw", result["events_to_raw_ratio"])
@@ -357,7 +356,7 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
         raise ValueError(f"--reps must be >= 1; got {reps}")
     from tqdm import tqdm
 
-    steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": 1,
+    steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": reps + 1,
              "spark": 1, "ch6": 0}
     bar = tqdm(total=sum(steps[i] for i in items), desc="stackcast bench", unit="step",
                disable=not progress, dynamic_ncols=True)

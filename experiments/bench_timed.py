@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import simpy
@@ -137,11 +138,14 @@ def model_run(**model: Any) -> dict[str, float]:
     }
 
 
-def run_bench_timed(reps: int = 3, **model: Any) -> dict[str, Any]:
-    """Raw SimPy rate, model rates and their ratio (medians of ``reps``)."""
+def run_bench_timed(reps: int = 3, tick: Callable[[], None] = lambda: None,
+                    **model: Any) -> dict[str, Any]:
+    """Raw SimPy rates, model rates and their ratios (medians of ``reps``); ``tick`` is
+    called after the queue-depth probe and after each repetition (progress)."""
     if reps < 1:
         raise ValueError(f"--reps must be >= 1; got {reps}")
     depth = queue_depth(**model)
+    tick()
     processes = max(round(depth), 1)
     raws, raws_cpu, deep, runs = [], [], [], []
     for _ in range(reps):  # alternate, so a background load hits all alike
@@ -150,6 +154,7 @@ def run_bench_timed(reps: int = 3, **model: Any) -> dict[str, Any]:
         raws_cpu.append(cpu)
         deep.append(raw_simpy_timeouts_per_s(processes=processes)[0])
         runs.append(model_run(**model))
+        tick()
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     raw, raw_cpu, raw_deep = (statistics.median(raws), statistics.median(raws_cpu),
                               statistics.median(deep))

@@ -218,6 +218,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
         return 0
     if args.target == "timed":
+        from tqdm import tqdm
+
         from experiments.bench_timed import (
             DURATION_S,
             TOPOLOGY,
@@ -226,9 +228,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
 
         duration = DURATION_S if args.duration_s is None else args.duration_s
-        timed = run_bench_timed(reps=args.reps, topology=args.topology or TOPOLOGY,
-                                strategy=args.strategy, publishers=args.publishers,
-                                rate_hz=args.rate_hz, duration_s=duration)
+        if not duration > 0:
+            raise CliError(f"--duration-s must be > 0, got {duration}")
+        with tqdm(total=args.reps + 1, desc="bench timed (probe, then repetitions)",
+                  unit="run", disable=args.quiet, dynamic_ncols=True) as bar:
+            timed = run_bench_timed(reps=args.reps, tick=lambda: bar.update(1),
+                                    topology=args.topology or TOPOLOGY,
+                                    strategy=args.strategy, publishers=args.publishers,
+                                    rate_hz=args.rate_hz, duration_s=duration)
         print(json.dumps(timed, indent=2) if args.json else format_bench_timed(timed))
         return 0
     from experiments.bench import format_bench, run_bench_spark
