@@ -339,19 +339,16 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         elif kind == "packet_replication_engine_entry":
             pre = ent.packet_replication_engine_entry
             if pre.WhichOneof("type") == "multicast_group_entry":
-                gid = pre.multicast_group_entry.multicast_group_id
-                for g, m in sorted(self.dev.groups.items()):
-                    if gid in (0, g):
-                        e = p4runtime_pb2.Entity()
-                        e.packet_replication_engine_entry.multicast_group_entry.CopyFrom(m)
-                        out.append(e)
+                field, installed = "multicast_group_entry", self.dev.groups
+                wanted = pre.multicast_group_entry.multicast_group_id
             else:
-                sid = pre.clone_session_entry.session_id
-                for s, m in sorted(self.dev.sessions.items()):
-                    if sid in (0, s):
-                        e = p4runtime_pb2.Entity()
-                        e.packet_replication_engine_entry.clone_session_entry.CopyFrom(m)
-                        out.append(e)
+                field, installed = "clone_session_entry", self.dev.sessions
+                wanted = pre.clone_session_entry.session_id
+            for key, m in sorted(installed.items()):
+                if wanted in (0, key):  # 0: all of them
+                    e = p4runtime_pb2.Entity()
+                    getattr(e.packet_replication_engine_entry, field).CopyFrom(m)
+                    out.append(e)
         else:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"reading {kind} not supported")
         return out

@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from support.hil_states import knowledge as receiver_knowledge
 
 from hil.programs import P4_DIR, PASS_COUNTER, PROGRAMS
 from hil.programs import program_name as program_for
@@ -202,15 +203,6 @@ def load_p4info(program: str) -> P4Info:
 # -- the Python side ------------------------------------------------------------
 
 
-def _knowledge(topology: Topology) -> Knowledge:
-    hosts = sorted(topology.hosts)
-    pubs = hosts[:2]
-    receivers = {p: (frozenset(h for h in hosts if h != p),
-                     frozenset(h for h in hosts[::2] if h != p)) for p in pubs}
-    stable = {p: frozenset([h for h in hosts if h != p][:3]) for p in pubs}
-    return Knowledge(receiver_sets=receivers, stable=stable)
-
-
 def _content_knowledge(topology: Topology, workload: str) -> Knowledge:
     from sim.receivers import receiver_model
     from sim.seeds import child_rng
@@ -223,7 +215,7 @@ def _knowledges(family: str, topology: Topology) -> list[tuple[str, Knowledge]]:
     if family in CONTENT_FAMILIES:
         return [(w, _content_knowledge(topology, w))
                 for w in FAMILY_WORKLOADS.get(family, CONTENT_WORKLOADS)]
-    return [("", _knowledge(topology))]
+    return [("", receiver_knowledge(topology))]
 
 
 @cache

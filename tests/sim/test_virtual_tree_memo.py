@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import topologies
+from support.vt_candidates import candidate_sets
 from support.vt_reference import ReferenceVirtualTree
 
 from sim.dataplanes.virtual_tree import VirtualTreeDataPlane
@@ -21,7 +22,7 @@ from sim.dataplanes.virtual_tree_codec import LabelFormat, StackDecodeError
 from sim.packet import Notification, payload_for
 from sim.static import run_notification
 from strategies.base import Knowledge
-from strategies.vt_common import Candidate, VirtualTreeStrategy, host_links, steiner_links
+from strategies.vt_common import VirtualTreeStrategy
 
 FMT = LabelFormat()
 
@@ -59,15 +60,7 @@ class Given(VirtualTreeStrategy):
 @st.composite
 def runs(draw):
     topo = draw(topologies(2, 12))
-    switches = list(topo.switches)
-    cands = []
-    for i in range(draw(st.integers(0, 6))):
-        subset = draw(st.sets(st.sampled_from(switches), min_size=1, max_size=len(switches)))
-        edges = set(steiner_links(topo, subset))
-        if draw(st.booleans()):
-            edges |= host_links(topo, draw(st.sets(st.sampled_from(sorted(subset)))))
-        if edges:
-            cands.append(Candidate(frozenset(edges), f"c{i}"))
+    cands = draw(candidate_sets(topo))
     pub = draw(st.sampled_from(topo.hosts))
     others = [h for h in topo.hosts if h != pub]
     notes = [frozenset(draw(st.sets(st.sampled_from(others), min_size=1,

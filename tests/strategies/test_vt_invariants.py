@@ -8,10 +8,10 @@ is never exceeded; tree ids are never reused across updates.
 
 from __future__ import annotations
 
-import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import topologies
+from support.vt_candidates import candidate_sets
 
 from sim.dataplanes.virtual_tree import CHECK_TREE
 from sim.dataplanes.virtual_tree_codec import KIND_TREE, LabelFormat
@@ -19,12 +19,8 @@ from sim.packet import Notification, payload_for
 from sim.static import run_notification
 from strategies.base import Knowledge
 from strategies.vt_common import (
-    Candidate,
     VirtualTreeStrategy,
-    host_links,
     published_trees,
-    steiner_links,
-    switch_edges,
     tree_ports,
     tree_rule_counts,
 )
@@ -41,25 +37,6 @@ class Given(VirtualTreeStrategy):
 
     def candidates(self, topology, knowledge):
         return iter(self.cands)
-
-
-@st.composite
-def candidate_sets(draw, topo):
-    """Steiner trees over random switch subsets, optionally with host links, and rings."""
-    cands = []
-    switches = list(topo.switches)
-    for i in range(draw(st.integers(0, 6))):
-        subset = draw(st.sets(st.sampled_from(switches), min_size=1, max_size=len(switches)))
-        edges = set(steiner_links(topo, subset))
-        if draw(st.booleans()):
-            edges |= host_links(topo, draw(st.sets(st.sampled_from(sorted(subset)))))
-        if edges:
-            cands.append(Candidate(frozenset(edges), f"c{i}"))
-    for j, cyc in enumerate(nx.cycle_basis(topo.switch_graph)):
-        if draw(st.booleans()):
-            ring = list(zip(cyc, cyc[1:] + cyc[:1], strict=True))
-            cands.append(Candidate(switch_edges(topo, ring), f"ring{j}"))
-    return cands
 
 
 @st.composite
