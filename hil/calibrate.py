@@ -105,8 +105,8 @@ def calibrate(topology: str = TOPOLOGY, strategies: Sequence[str] = STRATEGIES,
     """Measure, fit and evaluate (see the module docstring)."""
     from tqdm import tqdm
 
-    from experiments.cell_runner import cell_notifications, cell_setup
-    from experiments.spec import Cell
+    from experiments.cells.pipeline import cell_notifications, cell_setup
+    from experiments.cells.spec import Cell
     from hil.hop import HopSwitch, group_visits, max_port, model_visits
     from hil.programs import program_for
     from hil.validate import preflight, strategy_params

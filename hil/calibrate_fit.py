@@ -4,14 +4,14 @@
 programs need a known number of pipeline passes and emit a known number of
 egress copies through one ``simple_switch_grpc`` and records, per frame, the
 time from injection to the last copy leaving. This module is the pure part:
-it fits the per-visit latency model of :class:`sim.timed_config.TimedConfig`
+it fits the per-visit latency model of :class:`sim.engines.timed.config.TimedConfig`
 
     latency = switch_latency_s + passes x pass_s + (copies - 1) x pre_delay_s
 
 by least squares (coefficients clamped at zero: a negative service time has
 no meaning, so a clamped coefficient is refitted without it), and reports
 the model's error on held-out samples. The timed engine's own use of these
-three fields is documented in :mod:`sim.timed_config` (seed 000 §3.5.4 gives
+three fields is documented in :mod:`sim.engines.timed.config` (seed 000 §3.5.4 gives
 the analytic defaults: 10 µs per pass).
 """
 
@@ -60,7 +60,7 @@ class Fit:
         return self.switch_latency_s + passes * self.pass_s + (copies - 1) * self.pre_delay_s
 
     def timed_params(self) -> dict[str, float]:
-        """The ``[timed]`` spec keys this fit sets (see sim.timed_config)."""
+        """The ``[timed]`` spec keys this fit sets (see sim.engines.timed.config)."""
         return {f: getattr(self, f) for f in FIELDS}
 
 

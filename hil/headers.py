@@ -43,18 +43,18 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet as ScapyPacket
 from scapy.packet import Raw
 
-from sim.dataplanes.camus import ETHERTYPE_CAMUS
-from sim.dataplanes.content_codec import (
+from sim.dataplanes.camus.reference import ETHERTYPE_CAMUS
+from sim.dataplanes.event_header import (
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     PROTO_UDP,
     PUBSUB_UDP_PORT,
     PubsubLayout,
 )
-from sim.dataplanes.kundel import ETHERTYPE_KUNDEL, KundelFormat
-from sim.dataplanes.source_routing_codec import StackLayout, decode_stack
-from sim.dataplanes.virtual_tree_codec import LabelFormat
-from sim.packet import Packet
+from sim.dataplanes.kundel.reference import ETHERTYPE_KUNDEL, KundelFormat
+from sim.dataplanes.packet import Packet
+from sim.dataplanes.source_routing.codec import StackLayout, decode_stack
+from sim.dataplanes.virtual_tree.codec import LabelFormat
 
 Spec = StackLayout | LabelFormat | KundelFormat | PubsubLayout | None
 
@@ -202,7 +202,7 @@ def pubsub(layout: PubsubLayout, values: list[int]) -> ScapyPacket:
 
 
 def ip_udp(family: int, src: int, dst: int) -> ScapyPacket:
-    """IP + UDP as :func:`sim.dataplanes.content_codec.ip_udp_pubsub` writes them
+    """IP + UDP as :func:`sim.dataplanes.event_header.ip_udp_pubsub` writes them
     (IPv4 id 0, no flags, TTL 64; UDP ports 0x4242, checksum 0)."""
     u = UDP(sport=PUBSUB_UDP_PORT, dport=PUBSUB_UDP_PORT, chksum=0)
     if family == 4:

@@ -1,13 +1,13 @@
 """Hop mode: one BMv2 reconfigured switch by switch, fed the exact packets each
 switch receives in the simulation (issue 7).
 
-The static engine (:func:`sim.static.run_notification`, observer
+The static engine (:func:`sim.engines.static.run_notification`, observer
 ``on_switch``) records every switch visit: the switch, the ingress port, the
-exact frame and the model's :class:`~sim.dataplane.PipelineResult`. One
+exact frame and the model's :class:`~sim.dataplanes.pipeline.PipelineResult`. One
 ``simple_switch_grpc`` with ports 1..P (P = the largest port number of any
 switch) then replays them: visits are grouped by switch and installed
 configuration; the program is pushed once and each group's
-:class:`~sim.control.SwitchConfig` reached by P4Runtime writes (deletes of
+:class:`~sim.dataplanes.control_state.SwitchConfig` reached by P4Runtime writes (deletes of
 the previous configuration, then inserts and modifies); each
 visit's frame goes in on its ingress port, the frames leaving every port are
 captured until quiescence, and the ``pass_counter`` delta is read. Because
@@ -26,8 +26,8 @@ from hil.capture import Capture
 from hil.compare import Report, compare_switch, port_frames
 from hil.programs import Program
 from hil.testbed import Testbed
-from sim.control import ControlState, SwitchConfig, Write, diff
-from sim.static import Delivery, run_notification
+from sim.dataplanes.control_state import ControlState, SwitchConfig, Write, diff
+from sim.engines.static import Delivery, run_notification
 
 #: The name of the one BMv2 in hop mode (in logs and in the writes).
 HOP = "hop"
@@ -47,7 +47,7 @@ class Visit:
 
 
 def model_visits(topology, strategy, item) -> tuple[Delivery, list[Visit]]:  # noqa: ANN001
-    """Run ``item`` (a :class:`experiments.cell_runner.CellNotification`) through
+    """Run ``item`` (a :class:`experiments.cells.pipeline.CellNotification`) through
     the static engine; its delivery and every switch visit in order."""
     visits: list[Visit] = []
     note = item.notification

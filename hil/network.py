@@ -4,7 +4,7 @@ Every topology link becomes a veth pair in one namespace made for the run:
 switch ``s<i>`` port ``p`` is interface ``s<i>p<p>``; a host's end of its
 access link is ``h<j>`` (``i``, ``j`` the topology's switch and host ids).
 Each switch runs its own ``simple_switch_grpc``; the program is pushed once
-per switch and every notification's :class:`~sim.control.ControlState`
+per switch and every notification's :class:`~sim.dataplanes.control_state.ControlState`
 reached by P4Runtime writes (deletes first). The publisher's encoded packets
 go in at its host interface; a raw socket on every switch interface records
 what the switch sends (``PACKET_OUTGOING``), so each directed link is
@@ -29,7 +29,7 @@ from hil.compare import Report, compare_delivered, compare_switch, port_frames
 from hil.hop import model_visits, reconfigure_writes
 from hil.programs import Program
 from hil.testbed import Testbed
-from sim.control import ControlState, SwitchConfig
+from sim.dataplanes.control_state import ControlState, SwitchConfig
 
 #: More switches than this take long to start and exceed small machines.
 MAX_SWITCHES = 32

@@ -9,9 +9,9 @@ global client). It
 - pushes a committed program (:class:`hil.programs.Program`) with
   SetForwardingPipelineConfig ``VERIFY_AND_COMMIT``, which on BMv2 also clears
   every table entry, group and session;
-- writes a :class:`~sim.control.SwitchConfig` (table entries, multicast
-  groups, clone sessions) or the :class:`~sim.control.Write` list of
-  :func:`sim.control.diff`, converted by :mod:`hil.p4rt_entities`;
+- writes a :class:`~sim.dataplanes.control_state.SwitchConfig` (table entries, multicast
+  groups, clone sessions) or the :class:`~sim.dataplanes.control_state.Write` list of
+  :func:`sim.dataplanes.control_state.diff`, converted by :mod:`hil.p4rt_entities`;
 - reads the per-pass counter and the installed state back.
 
 A server error comes out as :class:`P4RuntimeWriteError`, whose message names
@@ -39,7 +39,13 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from hil.p4rt_entities import P4InfoIndex, config_from_entities, describe, entity_proto
 from hil.programs import PASS_COUNTER, Program
-from sim.control import CloneSession, MulticastGroup, SwitchConfig, TableEntry, Write
+from sim.dataplanes.control_state import (
+    CloneSession,
+    MulticastGroup,
+    SwitchConfig,
+    TableEntry,
+    Write,
+)
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +237,7 @@ class SwitchClient:
         return len(ops)
 
     def apply(self, writes: list[Write]) -> None:
-        """Send the writes of :func:`sim.control.diff` for this switch, in order.
+        """Send the writes of :func:`sim.dataplanes.control_state.diff` for this switch, in order.
 
         All writes must name the same switch (filter ``diff``'s output per
         switch first). Consecutive writes of the same type share a batch;

@@ -1,6 +1,6 @@
 """P4Info index and ControlState <-> P4Runtime protobuf conversion (issue 7).
 
-:class:`P4InfoIndex` maps the fully qualified P4 names a :class:`~sim.control.ControlState`
+:class:`P4InfoIndex` maps the fully qualified P4 names a :class:`~sim.dataplanes.control_state.ControlState`
 uses (``MyIngress.t``, ``hdr.x.f``) to P4Info ids and bit widths. The ``*_proto``
 functions turn a state's table entries, multicast groups and clone sessions into
 P4Runtime ``Entity`` messages; the ``decode_*`` functions read them back, so a
@@ -31,7 +31,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from sim.control import (
+from sim.dataplanes.control_state import (
     CloneSession,
     Exact,
     Lpm,

@@ -10,8 +10,8 @@ Some builds depend on the data-plane model's configuration, which a
 strategy derives from the workload at install time (the content filters'
 header layouts: attributes, value widths, slots). Their entries take the
 model (``strategy.model()`` after ``install``) as a third argument, and
-``camus`` also the installed :class:`~sim.control.ControlState` or one
-switch's :class:`~sim.control.SwitchConfig` (its ECMP modulus, the number of
+``camus`` also the installed :class:`~sim.dataplanes.control_state.ControlState` or one
+switch's :class:`~sim.dataplanes.control_state.SwitchConfig` (its ECMP modulus, the number of
 up ports, is compiled in).
 """
 

@@ -16,7 +16,7 @@ Lines, one record per line, each with a ``"record"`` kind:
 ``state``
     A control state, written before the first notification that uses it:
     ``id`` (unique in the file), ``switches`` (switch -> the
-    :func:`sim.control.to_runtime_json` object of its configuration) and
+    :func:`sim.dataplanes.control_state.to_runtime_json` object of its configuration) and
     ``key_kinds`` (table -> ``[[field, kind, width], ...]``, kind one of
     exact/ternary/lpm/range, width only for lpm), which the runtime JSON
     alone leaves ambiguous.
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from sim.control import (
+from sim.dataplanes.control_state import (
     CloneSession,
     ControlState,
     Exact,
@@ -61,7 +61,7 @@ from sim.control import (
     Ternary,
     to_runtime_json,
 )
-from sim.packet import ETH_HEADER_BYTES, Packet
+from sim.dataplanes.packet import ETH_HEADER_BYTES, Packet
 
 FORMAT = "stackcast-trace"
 VERSION = 1
@@ -162,9 +162,9 @@ def state_record(state_id: int, state: ControlState) -> dict[str, Any]:
 
 def notification_record(topology: Any, strategy: Any, item: Any, state_id: int
                         ) -> dict[str, Any]:
-    """Run ``item`` (a :class:`experiments.cell_runner.CellNotification`) through the
+    """Run ``item`` (a :class:`experiments.cells.pipeline.CellNotification`) through the
     static engine and describe it: packets sent and the model's outcome."""
-    from sim.static import run_notification
+    from sim.engines.static import run_notification
 
     visits: list[dict[str, Any]] = []
 
@@ -202,7 +202,7 @@ def _program_name(strategy: Any) -> str | None:
 
 def write_cell(out: IO[str], cell: Any, limit: int, next_state_id: int) -> tuple[int, int]:
     """Append the records of one cell; returns (notifications written, next state id)."""
-    from experiments.cell_runner import cell_notifications, cell_setup
+    from experiments.cells.pipeline import cell_notifications, cell_setup
 
     topology, strategy, _ = cell_setup(cell)
     records: list[dict[str, Any]] = []
@@ -234,7 +234,7 @@ def write_cell(out: IO[str], cell: Any, limit: int, next_state_id: int) -> tuple
 
 def write_trace(cells: Iterable[Any], path: str | Path,
                 notifications: int = DEFAULT_NOTIFICATIONS) -> int:
-    """Write the trace of ``cells`` (:class:`experiments.spec.Cell`) to ``path``.
+    """Write the trace of ``cells`` (:class:`experiments.cells.spec.Cell`) to ``path``.
 
     At most ``notifications`` notifications per cell. Returns the number of
     notifications written.

@@ -1,8 +1,8 @@
 """``stackcast hil validate``: the model against real BMv2, notification by
 notification (issue 7).
 
-The workload is a one-cell experiment (:class:`experiments.spec.Cell`) run
-through :func:`experiments.cell_runner.cell_notifications`, the same code
+The workload is a one-cell experiment (:class:`experiments.cells.spec.Cell`) run
+through :func:`experiments.cells.pipeline.cell_notifications`, the same code
 path as ``stackcast run``, so the notifications, receivers and installed
 states are exactly the simulator's. :func:`preflight` gives the reasons a
 run cannot start (no BMv2 on PATH, not root, no P4 program for the
@@ -85,8 +85,8 @@ def validate(topology: str, strategy: str, notifications: int, *, mode: str = "h
     HilUnavailable
         BMv2 cannot run here.
     """
-    from experiments.cell_runner import cell_notifications, cell_setup
-    from experiments.spec import Cell
+    from experiments.cells.pipeline import cell_notifications, cell_setup
+    from experiments.cells.spec import Cell
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -103,7 +103,7 @@ def validate(topology: str, strategy: str, notifications: int, *, mode: str = "h
         program_for(strat.dataplane, strategy, strategy_params(strat))  # raises, naming them
     preflight()
     if mode == "network":
-        from sim.static import BrokerHost
+        from sim.engines.static import BrokerHost
 
         if isinstance(strat, BrokerHost):
             raise ValueError(f"strategy {strategy!r} hangs software brokers off the switches; "

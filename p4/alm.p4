@@ -2,8 +2,8 @@
  *
  * The switch program under the broker overlays (application-layer
  * multicast, seed 000 Sec. 3.5.4): l2_multicast.p4 plus a broker-group table and
- * one egress table. Python reference model: sim/dataplanes/alm.py
- * (data-plane family "alm"); rules written by strategies/alm.py
+ * one egress table. Python reference model: sim/dataplanes/alm/reference.py
+ * (data-plane family "alm"); rules written by strategies/alm/brokers.py
  * (alm, alm-mcgroups, ...). Table, action, parameter and match-field names
  * are the strings the Python state uses (checked by
  * tests/hil/test_p4info_names.py).

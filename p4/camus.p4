@@ -2,8 +2,8 @@
  * logical up port (P4_16, v1model).
  *
  * The tables the Camus compiler generates (seed 003 Sec. 5). Python reference
- * model: sim/dataplanes/camus.py (data-plane family "camus"); rules written
- * by strategies/camus.py (camus-bdd). Table, action, parameter and
+ * model: sim/dataplanes/camus/reference.py (data-plane family "camus"); rules written
+ * by strategies/camus/camus.py (camus-bdd). Table, action, parameter and
  * match-field names are the strings the Python state uses (checked by
  * tests/hil/test_p4info_names.py).
  *

@@ -1,8 +1,8 @@
 /* kundel.p4 - Kundel et al.'s flat content table with its two header encodings (P4_16, v1model).
  *
  * Seed 002's generic attribute/value filter. Python reference model:
- * sim/dataplanes/kundel.py (data-plane family "kundel", KundelFormat and
- * KundelDataPlane); rules written by strategies/kundel.py (kundel-id,
+ * sim/dataplanes/kundel/reference.py (data-plane family "kundel", KundelFormat and
+ * KundelDataPlane); rules written by strategies/kundel/kundel.py (kundel-id,
  * kundel-bitmask). Table, action, parameter and match-field names are the
  * strings the Python state uses (checked by tests/hil/test_p4info_names.py).
  *

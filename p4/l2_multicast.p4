@@ -1,8 +1,8 @@
 /* l2_multicast.p4 - plain L2 forwarding with multicast groups (P4_16, v1model).
  *
  * The baselines' data plane (unicast, broadcast, IP-style multicast). Python
- * reference model: sim/dataplanes/l2.py (data-plane family "l2"); the rules
- * are written by strategies/l2_common.py. Every table, action and parameter
+ * reference model: sim/dataplanes/l2/reference.py (data-plane family "l2"); the rules
+ * are written by strategies/l2/rules.py. Every table, action and parameter
  * name below is the string the Python state uses (checked by
  * tests/hil/test_p4info_names.py against build/l2_multicast.p4info.txtpb).
  *

@@ -1,10 +1,10 @@
 /* neighbor_labels.p4 - neighbour-id (hops) and destination-id (destinations)
  * label stacks (P4_16, v1model).
  *
- * Python reference model: sim/dataplanes/neighbor_labels.py (family
- * "neighbor_labels"), label ids sim/dataplanes/neighbor_labels_codec.py,
- * stack codec sim/dataplanes/virtual_tree_codec.py (LabelFormat); rules
- * written by strategies/hops.py and strategies/destinations.py. Names are
+ * Python reference model: sim/dataplanes/neighbor_labels/reference.py (family
+ * "neighbor_labels"), label ids sim/dataplanes/neighbor_labels/codec.py,
+ * stack codec sim/dataplanes/virtual_tree/codec.py (LabelFormat); rules
+ * written by strategies/neighbor_labels/hops.py and strategies/neighbor_labels/destinations.py. Names are
  * the strings the Python state uses (tests/hil/test_p4info_names.py).
  *
  * Frame: Ethernet (0x9999) | Size (16) | labels (16: 2-bit type + 14-bit id)

@@ -1,8 +1,8 @@
 /* prefix_filter.p4 - PLEROMA dz flows: LPM on the IP destination (P4_16, v1model).
  *
  * Seed 001's flows (in_port + masked destination -> egress ports) as one LPM
- * table per IP version. Python reference model: sim/dataplanes/prefix_filter.py
- * (data-plane family "prefix_filter"); rules written by strategies/pleroma.py
+ * table per IP version. Python reference model: sim/dataplanes/prefix_filter/reference.py
+ * (data-plane family "prefix_filter"); rules written by strategies/prefix_filter/pleroma.py
  * (pleroma-dz). Every table, action, parameter and match-field name below is
  * the string the Python state uses (checked by tests/hil/test_p4info_names.py
  * against prefix_filter.p4info.txtpb).

@@ -1,9 +1,9 @@
 /* range_filter.p4 - seed 004's publish_subscribe range table (P4_16, v1model).
  *
  * The P4_16 port of seed 004's P4_14 program: exact range boxes over the
- * pubsub values. Python reference model: sim/dataplanes/range_filter.py
- * (data-plane family "range_filter", codec sim/dataplanes/content_codec.py);
- * rules written by strategies/range_boxes.py (range-boxes). Table, action,
+ * pubsub values. Python reference model: sim/dataplanes/range_filter/reference.py
+ * (data-plane family "range_filter", codec sim/dataplanes/event_header.py);
+ * rules written by strategies/range_filter/range_boxes.py (range-boxes). Table, action,
  * parameter and match-field names are the strings the Python state uses
  * (checked by tests/hil/test_p4info_names.py).
  *

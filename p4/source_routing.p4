@@ -1,9 +1,9 @@
 /* source_routing.p4 - source-routing label stacks (P4_16, v1model), one
  * source compiled per entry kind.
  *
- * Python reference model: sim/dataplanes/source_routing.py (family
- * "source_routing"), codec sim/dataplanes/source_routing_codec.py; rules
- * written by strategies/source_routing_common.py, switch_port.py,
+ * Python reference model: sim/dataplanes/source_routing/reference.py (family
+ * "source_routing"), codec sim/dataplanes/source_routing/codec.py; rules
+ * written by strategies/source_routing/stack_strategy.py, switch_port.py,
  * switch_bitmask.py, switch_mcgroup.py and mixed.py. Names are the strings
  * the Python state uses (tests/hil/test_p4info_names.py).
  *

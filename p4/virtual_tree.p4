@@ -2,9 +2,9 @@
  *
  * The seed 000 ch. 5 program (Listings 5.1-5.5), also the P4 implementation
  * of the ch. 4 *tree* and *hybrid* strategies. Python reference model:
- * sim/dataplanes/virtual_tree.py (family "virtual_tree"), codec
- * sim/dataplanes/virtual_tree_codec.py; rules written by strategies/tree.py,
- * strategies/hybrid.py and strategies/vt_common.py. Table, action, parameter
+ * sim/dataplanes/virtual_tree/reference.py (family "virtual_tree"), codec
+ * sim/dataplanes/virtual_tree/codec.py; rules written by strategies/virtual_tree/tree.py,
+ * strategies/virtual_tree/hybrid.py and strategies/virtual_tree/installation.py. Table, action, parameter
  * and match-field names are the strings the Python state uses (checked by
  * tests/hil/test_p4info_names.py against build/virtual_tree.p4info.txtpb).
  *
@@ -46,7 +46,7 @@
  *   is dropped if its port is the arrival port or already served; otherwise
  *   it becomes a clone made at this label (stack_index + 1, no edit).
  *
- * Deviations from the model (sim/dataplanes/virtual_tree.py):
+ * Deviations from the model (sim/dataplanes/virtual_tree/reference.py):
  * - at most MAX_LABELS labels (compile-time, default 128): a larger Size
  *   overflows the parser's header stack, a parser error, and the frame is
  *   dropped in ingress (the model accepts any Size). Rebuild with

@@ -5,7 +5,7 @@ A strategy names the data-plane family it runs on and provides
 - ``install(topology, knowledge) -> ControlState``: what the controller puts
   on the switches given what it knows (the receiver sets to serve);
 - ``update(topology, state, knowledge) -> ControlState``: the state after a
-  change (default: install afresh; :func:`sim.control.diff` gives the writes);
+  change (default: install afresh; :func:`sim.dataplanes.control_state.diff` gives the writes);
 - ``encode(topology, state, notification, receivers, payload) -> Encoding``:
   the packets the publisher injects;
 - ``host_receive(...)``: what a host does with an arriving frame (default:
@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from sim.control import ControlState
-from sim.dataplane import DataPlane, get_dataplane
-from sim.packet import Notification, Packet
+from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.packet import Notification, Packet
+from sim.dataplanes.pipeline import DataPlane, get_dataplane
 from topologies.model import Topology
 from topologies.registry import Registry, make_params
 
@@ -46,13 +46,13 @@ class Knowledge:
     stable : mapping
         Publisher -> its stable subscribers (hybrid strategies; seed 000 §4.3).
     population : object, optional
-        The workload's population (``sim.receivers.Population``), for
+        The workload's population (``sim.workloads.receivers.Population``), for
         strategies that install from publisher/subscriber relations, client
         clusters or notification statistics (virtual trees, seed 000 ch. 5-6;
-        see ``strategies.vt_common.workload_view``). None when unknown.
+        see ``strategies.virtual_tree.installation.workload_view``). None when unknown.
     seed : int
         Root seed of the strategy's own random choices during installation
-        (``sim.seeds.child_rng(seed, component)``); runners pass the cell's
+        (``sim.dataplanes.seeds.child_rng(seed, component)``); runners pass the cell's
         workload seed.
     """
 
@@ -142,8 +142,8 @@ class Strategy:
                       delivery: Any) -> Mapping[str, float]:
         """Optional metrics of one notification beyond the engine's (default: none).
 
-        ``delivery`` is the static engine's :class:`sim.static.Delivery`.
-        Keys must be columns of :data:`experiments.schema.EXTRA_COLUMNS`;
+        ``delivery`` is the static engine's :class:`sim.engines.static.Delivery`.
+        Keys must be columns of :data:`experiments.cells.schema.EXTRA_COLUMNS`;
         runners fill the columns a strategy does not return with their
         defaults (0).
         """

@@ -1,24 +1,22 @@
-"""Imports every built-in strategy module so that each registers itself."""
+"""Imports every built-in strategy module so that each registers itself.
 
-from strategies import (  # noqa: F401
-    alm,
-    broadcast,
-    camus,
-    destinations,
-    hops,
+This is the one place registry loading names concrete strategy modules
+(:func:`strategies.base.load_builtin_strategies` imports it lazily).
+"""
+
+from strategies.alm import brokers  # noqa: F401
+from strategies.camus import camus  # noqa: F401
+from strategies.kundel import kundel  # noqa: F401
+from strategies.l2 import broadcast, multicast, unicast  # noqa: F401
+from strategies.neighbor_labels import destinations, hops  # noqa: F401
+from strategies.prefix_filter import pleroma  # noqa: F401
+from strategies.range_filter import range_boxes  # noqa: F401
+from strategies.source_routing import mixed, switch_bitmask, switch_mcgroup, switch_port  # noqa: F401
+from strategies.virtual_tree import (  # noqa: F401
+    arbitrary,
+    datacenter,
+    from_workload,
     hybrid,
-    kundel,
-    mixed,
-    multicast,
-    pleroma,
-    range_boxes,
     source_routed,
-    switch_bitmask,
-    switch_mcgroup,
-    switch_port,
     tree,
-    unicast,
-    vt_arbitrary,
-    vt_datacenter,
-    vt_workload,
 )

@@ -1,6 +1,6 @@
 """Table cost model: range-to-prefix expansion, entry bits, capacity, lookup latency.
 
-A :class:`~sim.control.ControlState` says *what* is installed; this module
+A :class:`~sim.dataplanes.control_state.ControlState` says *what* is installed; this module
 says what it costs on a target:
 
 - :func:`range_prefixes`: the minimal prefix (ternary) cover of an integer
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sim.control import ControlState, Exact, Lpm, Range, TableEntry, Ternary
+from sim.dataplanes.control_state import ControlState, Exact, Lpm, Range, TableEntry, Ternary
 from topologies.registry import check
 
 

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 PURE = ["topologies", "topologies.specs", "strategies.base", "strategies.catalog",
-        "sim.control", "sim.dataplane", "sim.dataplanes", "sim.static", "sim.trees",
-        "sim.receivers", "sim.packet", "sim.timed_config", "sim.capacity",
-        "sim.timed_metrics"]
+        "sim.dataplanes.control_state", "sim.dataplanes.pipeline", "sim.dataplanes", "sim.engines.static", "sim.dataplanes.trees",
+        "sim.workloads.receivers", "sim.dataplanes.packet", "sim.engines.timed.config", "sim.engines.timed.capacity",
+        "sim.engines.timed.metrics"]
 HEAVY = ["simpy", "pyspark", "scapy", "p4runtime_sh"]
 
 

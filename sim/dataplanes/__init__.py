@@ -1,13 +1,5 @@
-"""Data-plane reference models, one per P4 program family (importing registers them)."""
+"""Data planes: packets, control state, pipeline results, trees, seeds, and one
+folder per P4 program family (codec + pass-by-pass reference model).
 
-from sim.dataplanes import (  # noqa: F401
-    alm,
-    camus,
-    kundel,
-    l2,
-    neighbor_labels,
-    prefix_filter,
-    range_filter,
-    source_routing,
-    virtual_tree,
-)
+Importing this package registers nothing; :mod:`sim.dataplanes.catalog` imports
+the families so that they register their reference models."""

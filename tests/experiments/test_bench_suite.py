@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from experiments import bench_suite
-from experiments.cli import main
+from experiments.bench import suite as bench_suite
+from experiments.cli.main import main
 
 SMALL = "jellyfish:switches=16,degree=3,hosts=1,seed=1"
 
@@ -32,7 +32,7 @@ def test_static_item_on_a_small_network():
 
 def test_static_item_refuses_a_wrong_fast_path(monkeypatch):
     """The suite cross-checks the fast path against the reference before timing it."""
-    from sim import fast_static
+    from sim.engines import fast_static
 
     real = fast_static.FastStatic.metrics
 
@@ -58,7 +58,7 @@ def test_timed_item_is_judged_at_the_models_queue_depth():
 
 
 def test_ch6_subset_is_deterministic_and_spread():
-    from experiments.spec import load_spec
+    from experiments.cells.spec import load_spec
 
     spec = load_spec(bench_suite.CH6_SPEC)
     a, b = bench_suite.SubsetSpec(spec, 0.01), bench_suite.SubsetSpec(spec, 0.01)

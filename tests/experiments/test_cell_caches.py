@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cell_runner import cell_rows
-from experiments.spec import Cell
-from sim.client_distribution import clear_plan_cache
-from sim.dataplanes.virtual_tree import clear_lookup_memo
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from experiments.cells.pipeline import cell_rows
+from experiments.cells.spec import Cell
+from sim.dataplanes.seeds import child_rng
+from sim.dataplanes.virtual_tree.reference import clear_lookup_memo
+from sim.workloads.clustered import clear_plan_cache
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.vt_common import clear_install_cache
+from strategies.virtual_tree.installation import clear_install_cache
 from topologies.specs import load_topology
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 TOPO = "jellyfish:switches=12,degree=3,seed=2"
 DELIVER_KEYS = {"strategy", "topology", "publisher", "receivers", "header", "delivered",

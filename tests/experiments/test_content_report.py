@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.content_report import records_from_points, summarize
-from experiments.report import aggregate_local, write_report
-from experiments.results import read_results
-from experiments.runner_local import run_local
-from experiments.spec import parse_spec_dict
+from experiments.cells.spec import parse_spec_dict
+from experiments.reports.content import records_from_points, summarize
+from experiments.reports.report import aggregate_local, write_report
+from experiments.runners.local import run_local
+from experiments.storage.results import read_results
 
 SPEC = {
     "experiment": {"name": "uc", "notifications": 8, "seeds": [1, 2], "payload_bytes": [64]},

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from experiments.results import cell_path, read_results
-from experiments.runner_local import run_local
-from experiments.spec import ExperimentSpec, parse_spec_dict
+from experiments.cells.spec import ExperimentSpec, parse_spec_dict
+from experiments.runners.local import run_local
+from experiments.storage.results import cell_path, read_results
 
 WALL_CLOCK = ("controller_wall_ms",)
 SPEC = {

@@ -6,11 +6,16 @@ import json
 
 import pytest
 
-import sim.client_distribution  # noqa: F401  (registers "clustered")
-from experiments.cli import main
-from experiments.recommend import KnnRecommender, cross_validate, network_features, training_set
-from experiments.runner_local import run_local
-from experiments.spec import parse_spec_dict
+import sim.workloads.clustered  # noqa: F401  (registers "clustered")
+from experiments.cells.spec import parse_spec_dict
+from experiments.cli.main import main
+from experiments.reports.recommend import (
+    KnnRecommender,
+    cross_validate,
+    network_features,
+    training_set,
+)
+from experiments.runners.local import run_local
 from topologies.registry import SpecError
 
 LINE = "jellyfish:switches=12,degree=2,seed=1"  # a ring: no degree variance

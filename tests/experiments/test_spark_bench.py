@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.bench import format_bench, run_bench_spark
-from experiments.cli import main
+from experiments.bench.spark import format_bench, run_bench_spark
+from experiments.cli.main import main
 
 pytestmark = [pytest.mark.spark, pytest.mark.benchmark]
 

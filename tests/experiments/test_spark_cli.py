@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-import experiments.spark_runner as spark_runner
-from experiments.cli import build_parser, main
-from experiments.spark_session import (
+import experiments.runners.spark as spark_runner
+from experiments.cli.main import build_parser, main
+from experiments.runners.spark_session import (
     JAVA_HINT,
     PYSPARK_HINT,
     build_code_zip,
@@ -117,7 +117,7 @@ def test_missing_pyspark_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_out_must_be_a_filesystem_path(no_spark: list[str]) -> None:
-    from experiments.spec import parse_spec_dict
+    from experiments.cells.spec import parse_spec_dict
 
     spec = parse_spec_dict(tomllib.loads(GOOD), "ok.toml")
     with pytest.raises(ValueError, match="visible to every executor"):
@@ -137,7 +137,7 @@ def test_local_masters_get_task_retries(master: str, expected: str) -> None:
 def test_code_zip_holds_the_packages_and_their_data(tmp_path: Path) -> None:
     path = build_code_zip(dest=tmp_path)
     names = zipfile.ZipFile(path).namelist()
-    for required in ("experiments/__init__.py", "experiments/spark_runner.py",
+    for required in ("experiments/__init__.py", "experiments/runners/spark.py",
                      "experiments/specs/quickstart.toml", "topologies/__init__.py",
                      "strategies/__init__.py", "sim/__init__.py", "hil/__init__.py"):
         assert required in names

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from experiments.results import read_results
-from experiments.runner_local import run_local
-from experiments.spark_session import SparkUnavailableError, find_java, spark_session
-from experiments.spec import ExperimentSpec, parse_spec_dict
+from experiments.cells.spec import ExperimentSpec, parse_spec_dict
+from experiments.runners.local import run_local
+from experiments.runners.spark_session import SparkUnavailableError, find_java, spark_session
+from experiments.storage.results import read_results
 
 pytestmark = pytest.mark.spark
 pyspark = pytest.importorskip("pyspark",
@@ -38,7 +38,7 @@ try:
 except SparkUnavailableError as exc:  # pragma: no cover - CI has Java
     pytest.skip(f"no Java runtime: {exc}", allow_module_level=True)
 
-from experiments.spark_runner import CELL_SLEEP_ENV, run_spark  # noqa: E402
+from experiments.runners.spark import CELL_SLEEP_ENV, run_spark  # noqa: E402
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 WALL_CLOCK = ("controller_wall_ms",)
@@ -164,7 +164,7 @@ def test_spark_submit_runs_the_sweep_on_the_cluster(cluster: StandaloneCluster, 
     spec = tmp_path / "clustertest.toml"
     spec.write_text(SPEC_TOML)
     out = tmp_path / "out"
-    import experiments.spark_submit_main as entry
+    import experiments.cli.spark_submit as entry
 
     proc = subprocess.run(
         [str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster.url,
@@ -195,7 +195,7 @@ def cluster_spark(cluster: StandaloneCluster) -> Iterator[Any]:
 
 def test_executors_are_separate_and_import_the_shipped_zip(cluster_spark: Any) -> None:
     def where(_: Any) -> Iterator[tuple[int, str]]:
-        import experiments.spark_runner as runner
+        import experiments.runners.spark as runner
 
         time.sleep(0.5)  # keep both executors busy so each gets a task
         yield os.getpid(), runner.__file__

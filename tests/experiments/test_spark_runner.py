@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from experiments.report import aggregate_local
-from experiments.results import cell_path, read_results, write_cell
-from experiments.runner_local import run_local
-from experiments.schema import ROWS
-from experiments.spark_session import SparkUnavailableError, find_java, spark_session
-from experiments.spec import Cell, ExperimentSpec, parse_spec_dict
+from experiments.cells.schema import ROWS
+from experiments.cells.spec import Cell, ExperimentSpec, parse_spec_dict
+from experiments.reports.report import aggregate_local
+from experiments.runners.local import run_local
+from experiments.runners.spark_session import SparkUnavailableError, find_java, spark_session
+from experiments.storage.results import cell_path, read_results, write_cell
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'stackcast[spark]')")
@@ -33,7 +33,7 @@ try:
 except SparkUnavailableError as exc:  # pragma: no cover - CI has Java
     pytest.skip(f"no Java runtime: {exc}", allow_module_level=True)
 
-from experiments.spark_runner import (  # noqa: E402  (after the skips)
+from experiments.runners.spark import (  # noqa: E402  (after the skips)
     CELL_SLEEP_ENV,
     FAIL_ONCE_ENV,
     FileProgress,
@@ -138,7 +138,7 @@ def test_file_progress_counts_new_and_replaced_files_only(tmp_path: Path) -> Non
 
     spec = make_spec()
     cells = spec.cells()[:4]
-    from experiments.cell_runner import run_cell
+    from experiments.cells.pipeline import run_cell
 
     old = run_cell(cells[0])
     write_cell(tmp_path, cells[0], old)  # finished before the run: not progress
@@ -266,7 +266,7 @@ def test_interrupted_run_resumed_ends_with_exactly_all_rows(spark: Any, local_di
     out = tmp_path / "out"
     total = len(make_spec().cells())
     env = {**os.environ, CELL_SLEEP_ENV: "0.25", "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, "-c", "import sys; from experiments.cli import main; "
+    cmd = [sys.executable, "-c", "import sys; from experiments.cli.main import main; "
            "sys.exit(main(sys.argv[1:]))", "run", str(spec_file), "--out", str(out),
            "--master", "local[2]", "--quiet"]
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 
-from experiments.cell_runner import run_cell
-from experiments.report import aggregate_local, write_report
-from experiments.results import read_results
-from experiments.runner_local import run_local
-from experiments.spec import parse_spec_dict
+from experiments.cells.pipeline import run_cell
+from experiments.cells.spec import parse_spec_dict
+from experiments.reports.report import aggregate_local, write_report
+from experiments.runners.local import run_local
+from experiments.storage.results import read_results
 
 BASE = {
     "experiment": {"name": "t", "notifications": 6, "seeds": [1, 2], "payload_bytes": [50]},
@@ -66,7 +66,7 @@ def test_local_run_report_and_exactness(tmp_path):
 
 
 def test_report_x_axis_splits_series_by_other_receiver_parameters():
-    from experiments.report import _x_axis
+    from experiments.reports.report import _x_axis
 
     specs = {f"clustered:scenario={s},churn={c}" for s in ("nearby", "distant") for c in (0, 50)}
     name, xs, rest = _x_axis(specs)

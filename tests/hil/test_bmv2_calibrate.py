@@ -11,7 +11,7 @@ import os
 
 from support.bmv2 import BMV2_MODULE
 
-from experiments.cli import main
+from experiments.cli.main import main
 from hil.netns import PREFIX, namespaces
 
 pytestmark = BMV2_MODULE

@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 from hil.compare import Report, compare_delivered, compare_switch, port_frames
 from hil.hop import HOP, Visit, group_visits, reconfigure_writes
-from sim.control import CloneSession, Exact, SwitchConfig, TableEntry
+from sim.dataplanes.control_state import CloneSession, Exact, SwitchConfig, TableEntry
 
 A, B = b"\x01" * 20, b"\x02" * 20
 
@@ -136,9 +136,9 @@ def test_bad_mode_and_counts(capsys):
 
 
 def test_switch_observer_sees_every_visit_and_changes_nothing():
-    from experiments.cell_runner import cell_notifications, cell_setup
-    from experiments.spec import Cell
-    from sim.static import run_notification
+    from experiments.cells.pipeline import cell_notifications, cell_setup
+    from experiments.cells.spec import Cell
+    from sim.engines.static import run_notification
 
     cell = Cell(experiment="t", topology="jellyfish:switches=8,degree=3,seed=2",
                 strategy="switch-port", params=(), receivers="uniform:percent=40",
@@ -161,7 +161,7 @@ def test_switch_observer_sees_every_visit_and_changes_nothing():
 
 def test_group_ids_beyond_bmv2_are_refused_with_the_fix():
     from hil.validate import BMV2_MAX_GROUP_ID, check_group_ids
-    from sim.control import ControlState, MulticastGroup
+    from sim.dataplanes.control_state import ControlState, MulticastGroup
 
     ok = SwitchConfig(multicast_groups={BMV2_MAX_GROUP_ID: MulticastGroup(BMV2_MAX_GROUP_ID,
                                                                           ((1, 1),))})

@@ -76,8 +76,8 @@ def test_hop_mode_agrees_with_the_model(case):
 
 def test_a_wrong_expectation_is_reported():
     """The comparison can fail: a visit whose expected passes and frames are off."""
-    from experiments.cell_runner import cell_notifications, cell_setup
-    from experiments.spec import Cell
+    from experiments.cells.pipeline import cell_notifications, cell_setup
+    from experiments.cells.spec import Cell
     from hil.validate import strategy_params
 
     cell = Cell(experiment="t", topology=SMALL, strategy="tree", params=(), receivers=UNIFORM,
@@ -106,7 +106,7 @@ def test_a_wrong_expectation_is_reported():
 def test_cli_json_contract(capsys):
     import json
 
-    from experiments.cli import main
+    from experiments.cli.main import main
 
     rc = main(["hil", "validate", "--topology", SMALL, "--strategy", "hops",
                "--notifications", "2", "--json", "--no-progress"])

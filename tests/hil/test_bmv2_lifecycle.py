@@ -15,7 +15,7 @@ from hil.bmv2 import Bmv2Error, Bmv2Switch
 from hil.hop import HopSwitch
 from hil.netns import PREFIX, Namespace, namespaces
 from hil.programs import Program
-from sim.control import SwitchConfig
+from sim.dataplanes.control_state import SwitchConfig
 
 pytestmark = BMV2_MODULE
 

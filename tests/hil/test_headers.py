@@ -28,15 +28,16 @@ from hil.headers import (
     spec_of,
     to_scapy,
 )
-from sim.dataplanes.camus import ETHERTYPE_CAMUS
-from sim.dataplanes.content_codec import (
+from sim.dataplanes.camus.reference import ETHERTYPE_CAMUS
+from sim.dataplanes.event_header import (
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
     PubsubLayout,
     ip_udp_pubsub,
 )
-from sim.dataplanes.kundel import ETHERTYPE_KUNDEL, KundelFormat
-from sim.dataplanes.source_routing_codec import (
+from sim.dataplanes.kundel.reference import ETHERTYPE_KUNDEL, KundelFormat
+from sim.dataplanes.packet import Notification, Packet, payload_for
+from sim.dataplanes.source_routing.codec import (
     TAG_BITMASK,
     TAG_MCGROUP,
     TAG_PORT,
@@ -45,8 +46,7 @@ from sim.dataplanes.source_routing_codec import (
     decode_stack,
     encode_stack,
 )
-from sim.dataplanes.virtual_tree_codec import KIND_HOP, KIND_STOP, KIND_TREE, LabelFormat
-from sim.packet import Notification, Packet, payload_for
+from sim.dataplanes.virtual_tree.codec import KIND_HOP, KIND_STOP, KIND_TREE, LabelFormat
 
 MACS = st.integers(0, (1 << 48) - 1)
 PAYLOADS = st.binary(max_size=24)

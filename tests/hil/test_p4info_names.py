@@ -34,7 +34,7 @@ from support.hil_states import knowledge as receiver_knowledge
 
 from hil.programs import P4_DIR, PASS_COUNTER, PROGRAMS
 from hil.programs import program_name as program_for
-from sim.control import ControlState, Exact, Lpm, Range, TableEntry, Ternary
+from sim.dataplanes.control_state import ControlState, Exact, Lpm, Range, TableEntry, Ternary
 from strategies.base import STRATEGIES, Knowledge, load_builtin_strategies, make_strategy
 from topologies.model import Topology
 from topologies.registry import SpecError
@@ -204,8 +204,8 @@ def load_p4info(program: str) -> P4Info:
 
 
 def _content_knowledge(topology: Topology, workload: str) -> Knowledge:
-    from sim.receivers import receiver_model
-    from sim.seeds import child_rng
+    from sim.dataplanes.seeds import child_rng
+    from sim.workloads.receivers import receiver_model
 
     pop = receiver_model(workload).population(topology, child_rng(5, "population"))
     return Knowledge(population=pop.at(0))
@@ -222,8 +222,8 @@ def _knowledges(family: str, topology: Topology) -> list[tuple[str, Knowledge]]:
 def all_states() -> tuple[tuple[str, str, ControlState], ...]:
     """(program, label, state) for every strategy that installs on the small topologies."""
     load_builtin_strategies()
-    import strategies.vt_common  # noqa: F401  (register the virtual-tree strategies)
-    import strategies.vt_datacenter  # noqa: F401
+    import strategies.virtual_tree.datacenter  # noqa: F401
+    import strategies.virtual_tree.installation  # noqa: F401  (register the virtual-tree strategies)
 
     out = []
     for name in sorted(STRATEGIES.names()):

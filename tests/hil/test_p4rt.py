@@ -32,7 +32,7 @@ from hil.p4rt_entities import (
     table_entry_proto,
 )
 from hil.programs import PASS_COUNTER, Program
-from sim.control import (
+from sim.dataplanes.control_state import (
     CloneSession,
     ControlState,
     Exact,

@@ -7,12 +7,12 @@ import json
 import pytest
 from support.bmv2 import needs_bmv2
 
-from experiments.cell_runner import cell_notifications, cell_setup
-from experiments.cli import main
-from experiments.spec import Cell
+from experiments.cells.pipeline import cell_notifications, cell_setup
+from experiments.cells.spec import Cell
+from experiments.cli.main import main
 from hil.trace import TraceError, read_trace, write_trace
-from sim.control import ControlState, SwitchConfig
-from sim.static import run_notification
+from sim.dataplanes.control_state import ControlState, SwitchConfig
+from sim.engines.static import run_notification
 
 TOPOLOGY = "jellyfish:switches=8,degree=3,seed=1"
 

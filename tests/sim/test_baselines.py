@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from support.random_topologies import random_topology, scenarios
 
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
-from sim.trees import shortest_path_tree
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.trees import shortest_path_tree
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
 
 

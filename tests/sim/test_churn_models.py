@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import sim.churn_models  # noqa: F401  (registers "replacement")
-from sim.churn_models import ReplacementPopulation, replacement_plan
-from sim.control import diff
-from sim.receivers import receiver_model
-from strategies.hybrid_churn import churn_updates, stored_tree_state
+import sim.workloads.replacement  # noqa: F401  (registers "replacement")
+from sim.dataplanes.control_state import diff
+from sim.workloads.receivers import receiver_model
+from sim.workloads.replacement import ReplacementPopulation, replacement_plan
+from strategies.virtual_tree.hybrid_churn import churn_updates, stored_tree_state
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 
@@ -31,7 +31,7 @@ def setup(seed: int, share: float = 0.3):
 @pytest.mark.parametrize("policy", ["HEAD", "RULE", "RAND"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_same_sequence_as_churn_updates(policy, seed):
-    """Same generator -> same replacements as strategies.hybrid_churn.churn_updates."""
+    """Same generator -> same replacements as strategies.virtual_tree.hybrid_churn.churn_updates."""
     topo, pub, subs = setup(seed)
     curve = churn_updates(topo, pub, subs, policy=policy, rng=np.random.default_rng(seed + 10))
     plan = replacement_plan(topo, pub, subs, policy=policy, rng=np.random.default_rng(seed + 10))
@@ -99,8 +99,8 @@ def test_bad_parameters_name_the_field(bad):
 
 def test_hybrid_rule_updates_per_step_head_knee_rule_from_the_start():
     """Fig. 4.8 shape on a small network: HEAD writes nothing up to 30 % replaced."""
-    from experiments.cell_runner import cell_rows
-    from experiments.spec import Cell
+    from experiments.cells.pipeline import cell_rows
+    from experiments.cells.spec import Cell
 
     def curve(policy):
         cell = Cell(experiment="t", topology=TOPO, strategy="hybrid",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import sim.client_distribution  # noqa: F401  (registers "clustered")
-from experiments.cell_runner import cell_rows
-from experiments.spec import Cell
-from sim.client_distribution import ClusteredParams, client_clusters, distant_split, kmeans
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.trees import hop_distances
+import sim.workloads.clustered  # noqa: F401  (registers "clustered")
+from experiments.cells.pipeline import cell_rows
+from experiments.cells.spec import Cell
+from sim.dataplanes.seeds import child_rng
+from sim.dataplanes.trees import hop_distances
+from sim.dataplanes.switch_clusters import client_clusters, kmeans
+from sim.workloads.clustered import ClusteredParams, distant_split
+from sim.workloads.receivers import receiver_model
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 

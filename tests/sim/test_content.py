@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.content import (
+from sim.dataplanes.content_space import (
     AttributeSpace,
     Box,
     ContentGenerator,
@@ -13,9 +13,9 @@ from sim.content import (
     Subscription,
     SubscriptionIndex,
 )
-from sim.content_receivers import ContentPopulation
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from sim.dataplanes.seeds import child_rng
+from sim.workloads.content import ContentPopulation
+from sim.workloads.receivers import receiver_model
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 
@@ -130,9 +130,9 @@ def test_content_model_validates_its_parameters() -> None:
 
 
 def test_cell_runner_feeds_events_versions_and_extra_metrics() -> None:
-    from experiments.cell_runner import cell_rows
-    from experiments.schema import EXTRA_COLUMNS, ROWS
-    from experiments.spec import parse_spec_dict
+    from experiments.cells.pipeline import cell_rows
+    from experiments.cells.schema import EXTRA_COLUMNS, ROWS
+    from experiments.cells.spec import parse_spec_dict
 
     spec = parse_spec_dict({
         "experiment": {"name": "ct", "notifications": 6, "seeds": [1]},

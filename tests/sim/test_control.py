@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.control import (
+from sim.dataplanes.control_state import (
     ControlState,
     Exact,
     Lpm,

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from support.random_topologies import scenarios
 
-from sim.capacity import occupancy, violations
-from sim.control import diff
-from sim.controller import Controller, apply_writes, same_config
-from sim.timed_config import Capacity, Churn, TimedConfig, Workload
-from sim.timed_engine import TimedEngine
+from sim.dataplanes.control_state import diff
+from sim.engines.timed.capacity import occupancy, violations
+from sim.engines.timed.config import Capacity, Churn, TimedConfig, Workload
+from sim.engines.timed.controller import Controller, apply_writes, same_config
+from sim.engines.timed.engine import TimedEngine
 from strategies.base import Knowledge, make_strategy
 from topologies.model import LinkDefaults, build_topology
 

@@ -3,11 +3,11 @@
 Random topologies (tests/support/random_topologies.py), random publishers and
 receiver sets, every covered entry kind (switch-bitmask, switch-port with
 predictive and reactive pruning, hops), random link and delay constants:
-:meth:`sim.fast_static.FastStatic.delivery` must equal
-:func:`sim.static.run_notification` field by field (deliveries, first
+:meth:`sim.engines.fast_static.FastStatic.delivery` must equal
+:func:`sim.engines.static.run_notification` field by field (deliveries, first
 arrivals, frames and bytes per link, per-switch counts, drops, encoding), and
-:meth:`~sim.fast_static.FastStatic.metrics` must equal
-:func:`sim.fast_static.row_metrics` of the reference delivery.
+:meth:`~sim.engines.fast_static.FastStatic.metrics` must equal
+:func:`sim.engines.fast_static.row_metrics` of the reference delivery.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.fast_static import METRIC_KEYS, fast_static_for, row_metrics
-from sim.fast_static_jit import batch_kernel
-from sim.packet import Notification, payload_for
-from sim.static import DelayModel, run_notification
+from sim.dataplanes.packet import Notification, payload_for
+from sim.engines.fast_static import METRIC_KEYS, fast_static_for, row_metrics
+from sim.engines.fast_static_jit import batch_kernel
+from sim.engines.static import DelayModel, run_notification
 from strategies.base import Knowledge, make_strategy
-from strategies.stack_common import OversizeError
+from strategies.frame_size import OversizeError
 from tests.support.random_topologies import random_topology
 from topologies.model import Topology
 from topologies.registry import SpecError
@@ -135,7 +135,7 @@ def test_batches_split_where_they_like(impl, monkeypatch):
     """Chunking a long list into batches (and reusing work buffers) changes nothing."""
     import numpy as np
 
-    from sim import fast_static
+    from sim.engines import fast_static
 
     topo = random_topology(18, 9, 3, hosts=2)
     fast = fast_static_for(topo, make_strategy("switch-bitmask"), impl=impl)
@@ -187,9 +187,9 @@ def test_jellyfish_255_cell_notifications(name, params, impl):
 def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
     """Same cell, fast and reference path: identical rows (link delays and
     non-default delay constants included); covered cells never call the reference."""
-    from experiments import cell_runner
-    from experiments.cell_runner import cell_rows
-    from experiments.spec import parse_spec_dict
+    from experiments.cells import pipeline as cell_runner
+    from experiments.cells.pipeline import cell_rows
+    from experiments.cells.spec import parse_spec_dict
 
     spec = parse_spec_dict({
         "experiment": {"name": "paths", "notifications": 12, "seeds": [4],
@@ -212,7 +212,7 @@ def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
 
 
 def test_static_path_choice():
-    from sim.fast_static import choose_static_path
+    from sim.engines.fast_static import choose_static_path
 
     topo = random_topology(6, 2, 1)
     bitmask, unicast = make_strategy("switch-bitmask"), make_strategy("unicast")

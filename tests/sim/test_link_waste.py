@@ -1,15 +1,15 @@
-"""Generic link waste (sim.link_waste): hand-made cases and the content filters' own count."""
+"""Generic link waste (sim.engines.link_waste): hand-made cases and the content filters' own count."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sim.link_waste import wasted_link_frames
-from sim.packet import Notification, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.seeds import child_rng
+from sim.engines.link_waste import wasted_link_frames
+from sim.engines.static import run_notification
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
 from topologies.specs import load_topology
 

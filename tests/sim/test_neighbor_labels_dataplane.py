@@ -7,9 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.control import StateBuilder, SwitchConfig
-from sim.dataplane import get_dataplane
-from sim.dataplanes.neighbor_labels import (
+from sim.dataplanes.control_state import StateBuilder, SwitchConfig
+from sim.dataplanes.neighbor_labels.codec import (
+    KIND_DEST,
+    KIND_NODE,
+    dest_label,
+    node_id,
+    node_label,
+)
+from sim.dataplanes.neighbor_labels.reference import (
     CHECK_DEST,
     CHECK_NEIGHBOR,
     NeighborLabelsDataPlane,
@@ -17,15 +23,9 @@ from sim.dataplanes.neighbor_labels import (
     install_clone_sessions,
     neighbor_entry,
 )
-from sim.dataplanes.neighbor_labels_codec import (
-    KIND_DEST,
-    KIND_NODE,
-    dest_label,
-    node_id,
-    node_label,
-)
-from sim.dataplanes.virtual_tree_codec import FieldRangeError, LabelFormat
-from sim.packet import Packet
+from sim.dataplanes.packet import Packet
+from sim.dataplanes.pipeline import get_dataplane
+from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat
 from topologies.model import build_topology
 
 FMT = LabelFormat()

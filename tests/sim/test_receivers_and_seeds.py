@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from support.random_topologies import random_topology
 
-from sim.receivers import receiver_model
-from sim.seeds import child_rng, stable_seed
+from sim.dataplanes.seeds import child_rng, stable_seed
+from sim.workloads.receivers import receiver_model
 from topologies.registry import SpecError
 
 

@@ -9,21 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.control import CloneSession, Exact, MulticastGroup, SwitchConfig, TableEntry
-from sim.dataplane import get_dataplane
-from sim.dataplanes import source_routing_codec as codec
-from sim.dataplanes.source_routing import (
-    CHECK_DEV,
-    CHECK_ENTRY,
-    CONTINUE_SESSION,
-    DO_MULTICAST_SUBSET,
-    KEY_SUBSET,
-    KEY_TOP_ID,
-    MULTICAST_FORWARD,
-    OWN_ENTRY,
-    SourceRoutingDataPlane,
+from sim.dataplanes.control_state import (
+    CloneSession,
+    Exact,
+    MulticastGroup,
+    SwitchConfig,
+    TableEntry,
 )
-from sim.dataplanes.source_routing_codec import (
+from sim.dataplanes.packet import BROADCAST_MAC, Packet
+from sim.dataplanes.pipeline import get_dataplane
+from sim.dataplanes.source_routing import codec
+from sim.dataplanes.source_routing.codec import (
     TAG_MCGROUP,
     TAG_PORT,
     StackDecodeError,
@@ -34,8 +30,18 @@ from sim.dataplanes.source_routing_codec import (
     header_length,
     parse_frame,
 )
-from sim.packet import BROADCAST_MAC, Packet
-from strategies.source_routing_common import check_bitmask_rules, read_entry_rules
+from sim.dataplanes.source_routing.reference import (
+    CHECK_DEV,
+    CHECK_ENTRY,
+    CONTINUE_SESSION,
+    DO_MULTICAST_SUBSET,
+    KEY_SUBSET,
+    KEY_TOP_ID,
+    MULTICAST_FORWARD,
+    OWN_ENTRY,
+    SourceRoutingDataPlane,
+)
+from strategies.source_routing.stack_strategy import check_bitmask_rules, read_entry_rules
 from topologies.registry import SpecError
 
 
@@ -235,8 +241,8 @@ def test_bad_model_configurations_name_the_problem():
 
 
 def test_pure_modules_import_no_simulation_or_hardware_packages():
-    code = ("import sys, sim.dataplanes.source_routing, strategies.switch_port, "
-            "strategies.switch_bitmask, strategies.switch_mcgroup, strategies.mixed; "
+    code = ("import sys, sim.dataplanes.source_routing.reference, strategies.source_routing.switch_port, "
+            "strategies.source_routing.switch_bitmask, strategies.source_routing.switch_mcgroup, strategies.source_routing.mixed; "
             "print(sorted({'simpy', 'pyspark', 'scapy', 'p4runtime_sh'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -17,9 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import scenarios
 
-from sim.control import CloneSession, Exact, MulticastGroup, SwitchConfig, TableEntry
-from sim.dataplane import PipelineResult
-from sim.dataplanes.source_routing import (
+from sim.dataplanes.control_state import (
+    CloneSession,
+    Exact,
+    MulticastGroup,
+    SwitchConfig,
+    TableEntry,
+)
+from sim.dataplanes.packet import BROADCAST_MAC, Notification, Packet, payload_for
+from sim.dataplanes.pipeline import PipelineResult
+from sim.dataplanes.source_routing.codec import StackEntry, StackLayout, encode_stack
+from sim.dataplanes.source_routing.reference import (
     CHECK_BITMASK,
     CHECK_DEV,
     CHECK_ENTRY,
@@ -36,13 +44,11 @@ from sim.dataplanes.source_routing import (
     TAG_OWN_ACTION,
     SourceRoutingDataPlane,
 )
-from sim.dataplanes.source_routing_codec import StackEntry, StackLayout, encode_stack
-from sim.packet import BROADCAST_MAC, Notification, Packet, payload_for
-from sim.static import run_notification
-from sim.timed_switch import pass_plan
+from sim.engines.static import run_notification
+from sim.engines.timed.switch import pass_plan
 from strategies.base import Knowledge, make_strategy
-from strategies.source_routing_common import check_bitmask_rules, read_entry_rules
-from strategies.stack_common import OversizeError
+from strategies.frame_size import OversizeError
+from strategies.source_routing.stack_strategy import check_bitmask_rules, read_entry_rules
 from topologies.registry import SpecError
 
 #: Every source-routing strategy configuration worth telling apart for the trace:

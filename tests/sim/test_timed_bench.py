@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments.cli import main
+from experiments.cli.main import main
 
 SMALL = ["--topology", "jellyfish:switches=12,degree=3,seed=1", "--publishers", "4",
          "--rate-hz", "200", "--duration-s", "0.01", "--reps", "1"]
@@ -29,7 +29,7 @@ def test_bench_timed_reports_rates_and_their_ratio(capsys):
 def test_raw_simpy_reference_keeps_as_many_events_pending_as_processes(monkeypatch):
     import simpy
 
-    from experiments import bench_timed
+    from experiments.bench import timed as bench_timed
 
     depths = []
     step = simpy.Environment.step

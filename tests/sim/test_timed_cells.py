@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cell_runner import run_cell
-from experiments.schema import ROWS, TIMED_ROWS
-from experiments.spec import load_spec, parse_spec_dict
-from experiments.timed_cell import simulate_cell
+from experiments.cells.pipeline import run_cell
+from experiments.cells.schema import ROWS, TIMED_ROWS
+from experiments.cells.spec import load_spec, parse_spec_dict
+from experiments.cells.timed import simulate_cell
 from topologies.registry import SpecError
 
 TOPO = "jellyfish:switches=16,degree=3,seed=1"
@@ -91,14 +91,14 @@ def test_same_spec_and_seed_give_identical_event_traces():
 
 @pytest.mark.parametrize("name", ["ch3-delay", "recirculation-capacity", "churn-in-time"])
 def test_shipped_timed_specs_load(name):
-    from experiments.cli import SPEC_DIR
+    from experiments.cli.main import SPEC_DIR
 
     s = load_spec(SPEC_DIR / f"{name}.toml")
     assert s.engine == "timed" and s.cells()
 
 
 def test_saturation_finds_the_last_load_before_loss_or_latency_blowup():
-    from experiments.timed_cell import saturation
+    from experiments.cells.timed import saturation
 
     def row(rate, load, ratio, p99, port="none"):
         return {"strategy": "tree", "params": "{}", "topology": TOPO,

@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import random_topology, scenarios
 
-from sim.dataplane import PipelineResult
-from sim.packet import Notification, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
-from sim.timed_config import TimedConfig
-from sim.timed_engine import TimedEngine, run_notifications
-from sim.timed_switch import EngineError, pass_plan
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.pipeline import PipelineResult
+from sim.dataplanes.seeds import child_rng
+from sim.engines.static import run_notification
+from sim.engines.timed.config import TimedConfig
+from sim.engines.timed.engine import TimedEngine, run_notifications
+from sim.engines.timed.switch import EngineError, pass_plan
+from sim.workloads.receivers import receiver_model
 from strategies.base import STRATEGIES, Knowledge, load_builtin_strategies, make_strategy
 from topologies.model import LinkDefaults, build_topology
 from topologies.registry import SpecError
@@ -179,7 +179,7 @@ def test_traced_families_give_consistent_pass_traces(case):
 
 
 def test_untraced_result_falls_back_to_one_chain():
-    from sim.dataplane import Emit
+    from sim.dataplanes.pipeline import Emit
 
     result = PipelineResult(passes=4, recirculations=3, lookups=4,
                             emitted=(Emit(1, None, depth=2), Emit(2, None, depth=4)))
@@ -293,7 +293,7 @@ def test_engine_refuses_unknown_publisher():
 def test_runs_collect_cycles_rarely_and_restore_the_thresholds():
     import gc
 
-    from sim.timed_engine import RUN_GC_THRESHOLDS, rare_gc
+    from sim.engines.timed.engine import RUN_GC_THRESHOLDS, rare_gc
 
     topo = load_topology("fattree:k=4")
     strat = make_strategy("broadcast")

@@ -6,10 +6,10 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.control import Exact, SwitchConfig, TableEntry, Ternary, _build_index
-from sim.timed_engine import events_scheduled
-from sim.timed_metrics import TimeWeighted
-from sim.timed_switch import FifoServer, call_later
+from sim.dataplanes.control_state import Exact, SwitchConfig, TableEntry, Ternary, _build_index
+from sim.engines.timed.engine import events_scheduled
+from sim.engines.timed.metrics import TimeWeighted
+from sim.engines.timed.switch import FifoServer, call_later
 
 
 def test_call_later_orders_and_counts_like_env_timeout():

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from sim.timed_config import Capacity, TimedConfig, Workload, timed_settings
-from sim.timed_engine import TimedEngine, run_notifications
-from sim.timed_metrics import TimeWeighted, percentile, summary
+from sim.engines.timed.config import Capacity, TimedConfig, Workload, timed_settings
+from sim.engines.timed.engine import TimedEngine, run_notifications
+from sim.engines.timed.metrics import TimeWeighted, percentile, summary
 from strategies.base import Knowledge, make_strategy
 from topologies.model import LinkDefaults, Topology, build_topology
 from topologies.registry import SpecError
@@ -207,10 +207,10 @@ def test_a_dedicated_recirculation_port_adds_recirculation_capacity():
 
 def looping_ring():
     """A 3-switch ring whose L2 rules send h3's MAC round and round (never to h3)."""
-    from sim.control import StateBuilder
-    from sim.dataplanes.l2 import FORWARD
-    from sim.packet import host_mac
-    from strategies.l2_common import l2_entry
+    from sim.dataplanes.control_state import StateBuilder
+    from sim.dataplanes.l2.reference import FORWARD
+    from sim.dataplanes.packet import host_mac
+    from strategies.l2.rules import l2_entry
 
     topo = build_topology("ring3", [(1, 2), (2, 3), (3, 1)], [1, 2, 3], 1)
     builder = StateBuilder()
@@ -220,7 +220,7 @@ def looping_ring():
 
 
 def test_a_forwarding_loop_is_an_error_without_ttl_and_dropped_with_it():
-    from sim.timed_switch import EngineError
+    from sim.engines.timed.switch import EngineError
 
     topo, state = looping_ring()
     strategy = make_strategy("unicast")

@@ -6,7 +6,7 @@ import networkx as nx
 from hypothesis import given
 from support.random_topologies import scenarios
 
-from sim.trees import hop_distances, shortest_path_tree, spanning_tree, steiner_tree
+from sim.dataplanes.trees import hop_distances, shortest_path_tree, spanning_tree, steiner_tree
 
 
 def check_tree(topo, tree, root, targets):

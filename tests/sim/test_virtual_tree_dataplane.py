@@ -6,9 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.control import StateBuilder, SwitchConfig
-from sim.dataplane import get_dataplane
-from sim.dataplanes.virtual_tree import (
+from sim.dataplanes.control_state import StateBuilder, SwitchConfig
+from sim.dataplanes.packet import Packet
+from sim.dataplanes.pipeline import get_dataplane
+from sim.dataplanes.virtual_tree.codec import (
+    KIND_HOP,
+    KIND_STOP,
+    KIND_TREE,
+    FieldRangeError,
+    LabelFormat,
+    StackDecodeError,
+)
+from sim.dataplanes.virtual_tree.reference import (
     CHECK_HOP,
     CHECK_STOP,
     CHECK_TREE,
@@ -23,15 +32,6 @@ from sim.dataplanes.virtual_tree import (
     tree_label,
     tree_ports_entry,
 )
-from sim.dataplanes.virtual_tree_codec import (
-    KIND_HOP,
-    KIND_STOP,
-    KIND_TREE,
-    FieldRangeError,
-    LabelFormat,
-    StackDecodeError,
-)
-from sim.packet import Packet
 from topologies.registry import SpecError
 
 FMT = LabelFormat()

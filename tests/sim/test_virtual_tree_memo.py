@@ -17,12 +17,12 @@ from support.random_topologies import topologies
 from support.vt_candidates import candidate_sets
 from support.vt_reference import ReferenceVirtualTree
 
-from sim.dataplanes.virtual_tree import VirtualTreeDataPlane
-from sim.dataplanes.virtual_tree_codec import LabelFormat, StackDecodeError
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.virtual_tree.codec import LabelFormat, StackDecodeError
+from sim.dataplanes.virtual_tree.reference import VirtualTreeDataPlane
+from sim.engines.static import run_notification
 from strategies.base import Knowledge
-from strategies.vt_common import VirtualTreeStrategy
+from strategies.virtual_tree.installation import VirtualTreeStrategy
 
 FMT = LabelFormat()
 

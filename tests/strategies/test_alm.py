@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from support.random_topologies import random_topology, scenarios
 
-from sim.packet import Notification, payload_for
-from sim.static import BrokerHost, DelayModel, EngineError, broker_node, run_notification
-from sim.trees import shortest_path_tree
-from strategies.alm import broker_port, flow_state, overlay_plan
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.trees import shortest_path_tree
+from sim.engines.static import BrokerHost, DelayModel, EngineError, broker_node, run_notification
+from strategies.alm.brokers import broker_port, flow_state, overlay_plan
 from strategies.base import Knowledge, make_strategy
 from topologies.model import build_topology
 
@@ -174,9 +174,9 @@ def test_mcgroup_state_has_one_group_per_fork_switch_with_rid_rewrites():
 
 def test_alm_dataplane_replicates_and_rewrites_per_rid():
     """One broker packet in, one copy per next overlay node out, each to its own MAC."""
-    from sim.dataplanes.alm import AlmDataPlane
-    from sim.packet import Packet, group_mac, host_mac
-    from strategies.alm import broker_mac
+    from sim.dataplanes.alm.reference import AlmDataPlane
+    from sim.dataplanes.packet import Packet, group_mac, host_mac
+    from strategies.alm.brokers import broker_mac
 
     topo = star_of_chains()
     recv = frozenset({"h5", "h6", "h7"})
@@ -202,10 +202,10 @@ def test_no_receivers_sends_nothing():
 
 def test_other_strategies_still_reject_unknown_ports():
     """The broker hook is opt-in: a plain strategy emitting to a spare port still fails."""
-    from sim.control import ControlState, SwitchConfig
-    from sim.dataplanes.l2 import FORWARD, TABLE
-    from sim.packet import host_mac
-    from strategies.l2_common import l2_entry
+    from sim.dataplanes.control_state import ControlState, SwitchConfig
+    from sim.dataplanes.l2.reference import FORWARD, TABLE
+    from sim.dataplanes.packet import host_mac
+    from strategies.l2.rules import l2_entry
 
     topo = random_topology(4, 1, seed=2)
     strategy = make_strategy("unicast")

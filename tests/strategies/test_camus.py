@@ -9,21 +9,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.content_receivers import ContentPopulation
-from sim.packet import Notification, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.seeds import child_rng
+from sim.engines.static import run_notification
+from sim.workloads.content import ContentPopulation
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.bdd import (
+from strategies.camus.bdd import (
     FilterSyntaxError,
     compile_bdd,
     conjunctions,
     parse_rules,
     round_alpha,
 )
-from strategies.camus import UP, layers
-from strategies.content_common import TreeRouting
+from strategies.camus.camus import UP, layers
+from strategies.content_filter import TreeRouting
 from topologies.specs import load_topology
 
 ITCH = {"add_order.shares": 32, "add_order.stock": 64, "add_order.price": 32}

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given
 from support.random_topologies import scenarios
 
-from sim.control import diff
-from sim.dataplanes.neighbor_labels_codec import dest_label
-from sim.dataplanes.virtual_tree_codec import LabelFormat
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
-from sim.trees import next_hop_port
+from sim.dataplanes.control_state import diff
+from sim.dataplanes.neighbor_labels.codec import dest_label
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.trees import next_hop_port
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
 from topologies.model import build_topology
 from topologies.specs import load_topology

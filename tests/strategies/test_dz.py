@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.content import AttributeSpace, Box
-from strategies.dz import (
+from sim.dataplanes.content_space import AttributeSpace, Box
+from strategies.prefix_filter.dz import (
     decompose,
     difference,
     dz_box,

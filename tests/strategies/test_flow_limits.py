@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strategies.flow_enforcers import enforce_local, process_switch, switch_order
-from strategies.flow_limits import (
+from strategies.prefix_filter.flow_enforcers import enforce_local, process_switch, switch_order
+from strategies.prefix_filter.flow_limits import (
     PathInfo,
     PrefixTable,
     cell_representatives,

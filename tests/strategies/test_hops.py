@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given
 from support.random_topologies import scenarios
 
-from sim.control import diff
-from sim.dataplanes.neighbor_labels_codec import node_label
-from sim.dataplanes.virtual_tree_codec import FieldRangeError, LabelFormat
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
-from sim.trees import shortest_path_tree
+from sim.dataplanes.control_state import diff
+from sim.dataplanes.neighbor_labels.codec import node_label
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.trees import shortest_path_tree
+from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
-from strategies.label_common import subtree_preorder
-from strategies.stack_common import OversizeError
+from strategies.frame_size import OversizeError
+from strategies.virtual_tree.labels import subtree_preorder
 from topologies.model import build_topology
 
 FMT = LabelFormat()

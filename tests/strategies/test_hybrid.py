@@ -7,14 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.random_topologies import random_topology, scenarios
 
-from sim.dataplanes.virtual_tree import hop_label, stop_label, tree_label
-from sim.dataplanes.virtual_tree_codec import LabelFormat
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
-from sim.trees import shortest_path_tree
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.trees import shortest_path_tree
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.reference import hop_label, stop_label, tree_label
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
-from strategies.hybrid import choose_stable, parse_ratio
-from strategies.label_common import edge_id
+from strategies.virtual_tree.hybrid import choose_stable, parse_ratio
+from strategies.virtual_tree.labels import edge_id
 from topologies.model import build_topology
 from topologies.registry import SpecError
 

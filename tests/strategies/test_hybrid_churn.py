@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.control import diff
-from strategies.hybrid_churn import churn_updates, stored_tree_state
+from sim.dataplanes.control_state import diff
+from strategies.virtual_tree.hybrid_churn import churn_updates, stored_tree_state
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 

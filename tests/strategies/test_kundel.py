@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.content_receivers import ContentPopulation
-from sim.dataplanes.kundel import KundelFormat
-from sim.packet import Notification, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
+from sim.dataplanes.kundel.reference import KundelFormat
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.seeds import child_rng
+from sim.engines.static import run_notification
+from sim.workloads.content import ContentPopulation
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.kundel import header_bits_model
+from strategies.kundel.kundel import header_bits_model
 from strategies.table_cost import LatencyModel, prefix_count, range_prefixes
 from topologies.specs import load_topology
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.content_receivers import ContentPopulation
-from sim.control import Exact, Lpm, StateBuilder, TableEntry
-from sim.dataplanes.content_codec import ETHERTYPE_IPV4, ip_udp_pubsub
-from sim.dataplanes.prefix_filter import (
+from sim.dataplanes.control_state import Exact, Lpm, StateBuilder, TableEntry
+from sim.dataplanes.event_header import ETHERTYPE_IPV4, ip_udp_pubsub
+from sim.dataplanes.packet import Notification, Packet, payload_for
+from sim.dataplanes.prefix_filter.reference import (
     FORWARD,
     KEY_PORT,
     KEY_V4,
@@ -16,12 +16,12 @@ from sim.dataplanes.prefix_filter import (
     TABLE_V4,
     PrefixFilterDataPlane,
 )
-from sim.packet import Notification, Packet, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
+from sim.dataplanes.seeds import child_rng
+from sim.engines.static import run_notification
+from sim.workloads.content import ContentPopulation
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.dz import dz_to_ipv4
+from strategies.prefix_filter.dz import dz_to_ipv4
 from topologies.specs import load_topology
 
 TOPO = "regulartree:depth=3,fanout=3,hosts=2"
@@ -162,7 +162,7 @@ def test_self_evaluation_triggers_a_global_run_above_the_threshold() -> None:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_updates_never_lose_a_port_the_unlimited_flows_need(seed: int) -> None:
-    from strategies.flow_limits import PrefixTable, cell_representatives
+    from strategies.prefix_filter.flow_limits import PrefixTable, cell_representatives
 
     topology = load_topology(TOPO)
     pop = receiver_model("content:subs=30,publishers=3,dims=2,bits=10,width=0.3,churn=3"

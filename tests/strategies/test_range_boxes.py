@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.content import Box
-from sim.content_receivers import ContentPopulation
-from sim.control import Range, StateBuilder, TableEntry
-from sim.dataplanes.fast_lookup import lookup as fast_lookup
-from sim.packet import Notification, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
+from sim.dataplanes.content_space import Box
+from sim.dataplanes.control_state import Range, StateBuilder, TableEntry
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.seeds import child_rng
+from sim.dataplanes.table_index import lookup as fast_lookup
+from sim.engines.static import run_notification
+from sim.workloads.content import ContentPopulation
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.range_boxes import Container
+from strategies.range_filter.range_boxes import Container
 from topologies.specs import load_topology
 
 
@@ -196,7 +196,7 @@ def test_installed_table_forwards_exactly_the_wanted_ports_through_churn(ops, ru
                                                                          queue) -> None:
     """Adds and deletes in any order; after each, the P4 table the strategy writes
     (fast lookup and SwitchConfig lookup) gives every point exactly its base flows' ports."""
-    from strategies.range_boxes import RangeBoxes
+    from strategies.range_filter.range_boxes import RangeBoxes
 
     strategy = make_strategy("range-boxes", {"priority": rule, "redundancy_queue": queue})
     assert isinstance(strategy, RangeBoxes)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 
-from sim.dataplanes.source_routing_codec import TAG_NAMES, decode_stack
-from sim.packet import Notification
+from sim.dataplanes.packet import Notification
+from sim.dataplanes.source_routing.codec import TAG_NAMES, decode_stack
 from strategies.base import Knowledge, make_strategy
 from topologies.model import build_topology
 

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import scenarios
 
-from sim.dataplanes.source_routing_codec import TAG_BITMASK, TAG_PORT, decode_stack
-from sim.packet import ETH_HEADER_BYTES, Notification, payload_for
-from sim.static import run_notification
-from sim.trees import Tree, shortest_path_tree, steiner_tree
+from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification, payload_for
+from sim.dataplanes.source_routing.codec import TAG_BITMASK, TAG_PORT, decode_stack
+from sim.dataplanes.trees import Tree, shortest_path_tree, steiner_tree
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
-from strategies.stack_common import OversizeError
+from strategies.frame_size import OversizeError
 from topologies.model import build_topology
 from topologies.registry import SpecError
 
@@ -358,7 +358,7 @@ def test_state_is_p4runtime_shaped():
 
 
 def test_state_exports_as_runtime_json_and_diffs():
-    from sim.control import diff, to_runtime_json
+    from sim.dataplanes.control_state import diff, to_runtime_json
 
     topo = spider()
     strategy = make_strategy("switch-mcgroup", {"groups": "subsets", "subsets": 2})

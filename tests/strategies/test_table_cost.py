@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sim.control import Exact, Range, StateBuilder, TableEntry
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from sim.dataplanes.control_state import Exact, Range, StateBuilder, TableEntry
+from sim.dataplanes.seeds import child_rng
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
 from strategies.table_cost import TableCapacity, TableSpec, prefix_count, state_cost
 from topologies.registry import SpecError

@@ -1,7 +1,7 @@
 """P4Runtime priorities: ternary and range entries need priority >= 1.
 
 P4Runtime rejects priority 0 in a table with a ternary, range or optional
-match field (higher priority wins; :meth:`sim.control.SwitchConfig.lookup`
+match field (higher priority wins; :meth:`sim.dataplanes.control_state.SwitchConfig.lookup`
 orders the same way). Every registered strategy is installed on a small
 case it accepts - receiver-set knowledge on a random topology, else the
 datacenter fabric with a frequency population, else a content population -
@@ -15,12 +15,12 @@ from __future__ import annotations
 import pytest
 from support.random_topologies import random_topology
 
-from sim.control import Range, SwitchConfig, Ternary
-from sim.dataplanes.source_routing import CHECK_BITMASK, DROP_ORIGINAL, FORWARD_PKT
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from sim.dataplanes.control_state import Range, SwitchConfig, Ternary
+from sim.dataplanes.seeds import child_rng
+from sim.dataplanes.source_routing.reference import CHECK_BITMASK, DROP_ORIGINAL, FORWARD_PKT
+from sim.workloads.receivers import receiver_model
 from strategies.base import STRATEGIES, Knowledge, load_builtin_strategies, make_strategy
-from strategies.source_routing_common import check_bitmask_rules
+from strategies.source_routing.stack_strategy import check_bitmask_rules
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.random_topologies import random_topology, scenarios
 
-from sim.dataplanes.virtual_tree_codec import FieldRangeError
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
-from sim.trees import shortest_path_tree
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.trees import shortest_path_tree
+from sim.dataplanes.virtual_tree.codec import FieldRangeError
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
 from topologies.registry import SpecError
 

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-import sim.client_distribution  # noqa: F401  (registers "clustered")
-from experiments.cell_runner import cell_rows
-from experiments.spec import Cell
-from sim.client_distribution import ControllerView
-from sim.packet import Notification, payload_for
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
-from sim.static import run_notification
+import sim.workloads.clustered  # noqa: F401  (registers "clustered")
+from experiments.cells.pipeline import cell_rows
+from experiments.cells.spec import Cell
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.seeds import child_rng
+from sim.engines.static import run_notification
+from strategies.virtual_tree.client_view import ControllerView
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.vt_arbitrary import halving_chunks, minimum_cycle_basis, modularity_partitions
-from strategies.vt_common import link_ends, published_trees, tree_ports, tree_rule_counts
+from strategies.virtual_tree.arbitrary import (
+    halving_chunks,
+    minimum_cycle_basis,
+    modularity_partitions,
+)
+from strategies.virtual_tree.installation import (
+    link_ends,
+    published_trees,
+    tree_ports,
+    tree_rule_counts,
+)
 from topologies.model import build_topology
 from topologies.specs import load_topology
 

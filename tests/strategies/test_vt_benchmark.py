@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from sim.dataplanes.seeds import child_rng
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
 from topologies.specs import load_topology
 

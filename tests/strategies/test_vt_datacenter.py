@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.cell_runner import cell_rows
-from experiments.spec import Cell
-from sim.client_distribution import ControllerView
+from experiments.cells.pipeline import cell_rows
+from experiments.cells.spec import Cell
+from strategies.virtual_tree.client_view import ControllerView
 from strategies.base import Knowledge, make_strategy
-from strategies.vt_common import link_ends, published_trees, tree_rule_counts
-from strategies.vt_datacenter import (
+from strategies.virtual_tree.datacenter import (
     _combos,
     broadcast_tree,
     downlinks,
@@ -18,6 +17,7 @@ from strategies.vt_datacenter import (
     spines,
     virtual_paths,
 )
+from strategies.virtual_tree.installation import link_ends, published_trees, tree_rule_counts
 from topologies.registry import SpecError
 from topologies.specs import load_topology
 
@@ -132,8 +132,8 @@ def test_exact_delivery_and_capacity_on_the_fabric(strategy, params):
                for r in rows)
     topo = load_topology(FABRIC)
     strat = make_strategy(strategy, params)
-    from sim.receivers import receiver_model
-    from sim.seeds import child_rng
+    from sim.dataplanes.seeds import child_rng
+    from sim.workloads.receivers import receiver_model
     pop = receiver_model("frequency:subscribers=30").population(topo, child_rng(1, "p"))
     state = strat.install(topo, Knowledge(population=pop))
     limit = params.get("max_rules", 40) if strategy != "source-routed" else 0

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from sim.dataplanes.virtual_tree import hop_label, stop_label, tree_label
-from sim.dataplanes.virtual_tree_codec import LabelFormat
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.reference import hop_label, stop_label, tree_label
+from sim.engines.static import run_notification
 from strategies.base import Knowledge
-from strategies.label_common import edge_id
-from strategies.vt_common import Candidate, VirtualTreeStrategy, switch_edges
-from strategies.vt_encoder import (
+from strategies.virtual_tree.encoder import (
     EncoderOptions,
     compile_tree,
     encode_virtual_trees,
     encoder_graph,
     steiner_sph,
 )
+from strategies.virtual_tree.installation import Candidate, VirtualTreeStrategy, switch_edges
+from strategies.virtual_tree.labels import edge_id
 from topologies.model import build_topology
 
 FMT = LabelFormat()

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from support.random_topologies import topologies
 from support.vt_candidates import candidate_sets
 
-from sim.dataplanes.virtual_tree import CHECK_TREE
-from sim.dataplanes.virtual_tree_codec import KIND_TREE, LabelFormat
-from sim.packet import Notification, payload_for
-from sim.static import run_notification
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.virtual_tree.codec import KIND_TREE, LabelFormat
+from sim.dataplanes.virtual_tree.reference import CHECK_TREE
+from sim.engines.static import run_notification
 from strategies.base import Knowledge
-from strategies.vt_common import (
+from strategies.virtual_tree.installation import (
     VirtualTreeStrategy,
     published_trees,
     tree_ports,

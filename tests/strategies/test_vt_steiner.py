@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import topologies
 
-from sim.receivers import receiver_model
-from sim.seeds import child_rng
+from sim.dataplanes.seeds import child_rng
+from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.vt_common import steiner_links
-from strategies.vt_encoder import EncoderOptions, _encode, compile_tree
-from strategies.vt_steiner import (
+from strategies.virtual_tree.encoder import EncoderOptions, _encode, compile_tree
+from strategies.virtual_tree.installation import steiner_links
+from strategies.virtual_tree.steiner import (
     compiled_available,
     encoder_graph,
     steiner_sph_counted,

@@ -16,7 +16,7 @@ from functools import cache
 from typing import Any
 
 from hil.programs import PROGRAMS, Program, program_name
-from sim.control import ControlState
+from sim.dataplanes.control_state import ControlState
 from strategies.base import STRATEGIES, Knowledge, Strategy, load_builtin_strategies, make_strategy
 from topologies.model import Topology
 from topologies.registry import SpecError
@@ -54,8 +54,8 @@ def knowledge(topology: Topology, variant: int = 0) -> Knowledge:
 
 def content_knowledge(topology: Topology, seed: int) -> Knowledge:
     """A content population (events with attribute values) drawn with ``seed``."""
-    from sim.receivers import receiver_model
-    from sim.seeds import child_rng
+    from sim.dataplanes.seeds import child_rng
+    from sim.workloads.receivers import receiver_model
 
     model = receiver_model(CONTENT_RECEIVERS)
     return Knowledge(population=model.population(topology, child_rng(seed, "population")),
@@ -72,8 +72,8 @@ def cases() -> tuple[Case, ...]:
 def build_cases() -> tuple[Case, ...]:
     """Fresh cases: new strategy instances and states."""
     load_builtin_strategies()
-    import strategies.vt_common  # noqa: F401  (register the virtual-tree strategies)
-    import strategies.vt_datacenter  # noqa: F401
+    import strategies.virtual_tree.datacenter  # noqa: F401
+    import strategies.virtual_tree.installation  # noqa: F401  (register the virtual-tree strategies)
 
     topology = load_topology(TOPOLOGY)
     fattree = load_topology(CONTENT_TOPOLOGY)

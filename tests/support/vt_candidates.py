@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 from hypothesis import strategies as st
 
-from strategies.vt_common import Candidate, host_links, steiner_links, switch_edges
+from strategies.virtual_tree.installation import Candidate, host_links, steiner_links, switch_edges
 
 
 @st.composite

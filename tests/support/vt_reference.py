@@ -8,9 +8,11 @@ model gives the same :class:`PipelineResult` on every frame of random runs.
 
 from __future__ import annotations
 
-from sim.control import SwitchConfig
-from sim.dataplane import Emit, PipelineResult
-from sim.dataplanes.virtual_tree import (
+from sim.dataplanes.control_state import SwitchConfig
+from sim.dataplanes.packet import Packet
+from sim.dataplanes.pipeline import Emit, PipelineResult
+from sim.dataplanes.virtual_tree.codec import StackDecodeError
+from sim.dataplanes.virtual_tree.reference import (
     CHECK_HOP,
     CHECK_STOP,
     CHECK_TREE,
@@ -20,8 +22,6 @@ from sim.dataplanes.virtual_tree import (
     _reject,
     _session,
 )
-from sim.dataplanes.virtual_tree_codec import StackDecodeError
-from sim.packet import Packet
 
 
 class ReferenceVirtualTree(VirtualTreeDataPlane):

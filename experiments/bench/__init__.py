@@ -1,0 +1,1 @@
+"""``stackcast bench``: speed figures beside same-run references."""

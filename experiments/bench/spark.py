@@ -1,0 +1,181 @@
+"""``stackcast bench spark``: what the Spark engine costs and what it buys.
+
+Two figures, each the median of ``reps`` repetitions on warm sessions (the
+JVM start and the first Python worker imports are excluded and reported
+separately):
+
+per-cell overhead
+    ``trivial_cells`` cells of one notification on ``fattree:k=4`` (a few ms
+    of work each) run by the local engine and by Spark on ``local[1]``;
+    overhead = (Spark time - local time) / cells. It covers task scheduling,
+    serialization, Python worker round trips and the driver-side checks.
+speed-up
+    ``cells`` CPU-bound cells (400 unicast notifications on a 64-switch jellyfish, ~0.8 s each)
+    on ``local[1]`` and on ``local[2]``; speed-up = median over the
+    repetitions of local[1] time / local[2] time. The repetitions alternate
+    between the two masters, so a background load hits both alike. On 2 idle
+    cores the target is >= 1.7x.
+machine speed-up
+    The same cells run by one and by two plain worker processes (a
+    ``ProcessPoolExecutor``, no Spark): the speed-up this machine offers at the
+    moment. On a busy machine it is below 2, and ``efficiency`` = Spark
+    speed-up / machine speed-up tells what Spark itself loses.
+
+Nothing here runs in the default test run; the numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from experiments.cells.pipeline import run_cell
+from experiments.cells.spec import Cell, ExperimentSpec, parse_spec_dict
+from experiments.runners.local import run_local
+
+TARGET_SPEEDUP = 1.7
+CPU_TOPOLOGY = "jellyfish:switches=64,degree=4,seed=1"
+CPU_NOTIFICATIONS = 400
+TRIVIAL_TOPOLOGY = "fattree:k=4"
+
+
+def _spec(name: str, topology: str, notifications: int, cells: int) -> ExperimentSpec:
+    return parse_spec_dict({
+        "experiment": {"name": name, "notifications": notifications,
+                       "seeds": list(range(1, cells + 1)), "payload_bytes": [50]},
+        "grid": {"topology": [topology], "strategy": ["unicast"],
+                 "receivers": ["uniform:percent=50"]},
+    }, f"<bench {name}>")
+
+
+def cpu_spec(cells: int) -> ExperimentSpec:
+    return _spec("benchcpu", CPU_TOPOLOGY, CPU_NOTIFICATIONS, cells)
+
+
+def trivial_spec(cells: int) -> ExperimentSpec:
+    return _spec("benchtrivial", TRIVIAL_TOPOLOGY, 1, cells)
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _rows(cell: Cell) -> int:
+    return run_cell(cell).num_rows
+
+
+def _pool_time(cells: list[Cell], warm: list[Cell], workers: int) -> float:
+    """Wall time of ``cells`` on ``workers`` warm processes (no Spark)."""
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        list(pool.map(_rows, warm, chunksize=1))
+        return _timed(lambda: list(pool.map(_rows, cells, chunksize=1)))
+
+
+def run_bench_spark(cells: int = 12, reps: int = 3, trivial_cells: int = 48,
+                    work_dir: str | Path | None = None) -> dict[str, Any]:
+    """Measure per-cell overhead and the local[1] -> local[2] speed-up; returns the figures."""
+    if cells < 2:
+        raise ValueError(f"--cells must be >= 2; got {cells}")
+    if reps < 1:
+        raise ValueError(f"--reps must be >= 1; got {reps}")
+    if trivial_cells < 1:
+        raise ValueError(f"trivial_cells must be >= 1; got {trivial_cells}")
+    from experiments.runners.spark import run_spark
+    from experiments.runners.spark_session import require_spark, spark_session
+
+    require_spark()
+    heavy, light = cpu_spec(cells), trivial_spec(trivial_cells)
+    times: dict[str, list[float]] = {"local[1]": [], "local[2]": [], "trivial_spark": [],
+                                     "trivial_local": [], "cpu_local_engine": [],
+                                     "pool1": [], "pool2": []}
+    starts: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
+    with tempfile.TemporaryDirectory(prefix="stackcast-bench-", dir=work_dir) as tmp:
+        root = Path(tmp)
+        runs = iter(range(1_000_000))
+
+        def fresh() -> Path:
+            return root / f"run{next(runs)}"
+
+        warm_cells = trivial_spec(4).cells()
+        for _ in range(reps):
+            for workers in (1, 2):
+                times[f"pool{workers}"].append(_pool_time(heavy.cells(), warm_cells, workers))
+            times["trivial_local"].append(
+                _timed(lambda: run_local(light, fresh(), progress=False)))
+            for master in ("local[1]", "local[2]"):
+                t0 = time.perf_counter()
+                with spark_session(master, app_name=f"stackcast bench {master}") as spark:
+                    starts[master].append(time.perf_counter() - t0)
+                    warm = trivial_spec(4)  # Python workers started, project imported
+                    run_spark(warm, fresh(), spark=spark, progress=False)
+                    if master == "local[1]":
+                        times["trivial_spark"].append(_timed(
+                            lambda s=spark: run_spark(light, fresh(), spark=s, progress=False)))
+                    times[master].append(_timed(
+                        lambda s=spark: run_spark(heavy, fresh(), spark=s, progress=False)))
+        times["cpu_local_engine"].append(
+            _timed(lambda: run_local(heavy, fresh(), progress=False)))
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    # medians of each repetition's ratio: the two runs of a pair are seconds apart,
+    # so they share the machine's speed of the moment (it drifts on a shared VM)
+    speedup = statistics.median(a / b for a, b in zip(times["local[1]"], times["local[2]"],
+                                                      strict=True))
+    machine = statistics.median(a / b for a, b in zip(times["pool1"], times["pool2"],
+                                                      strict=True))
+    return {
+        "cpus": os.cpu_count(),
+        "reps": reps,
+        "per_cell_overhead": {
+            "cells": trivial_cells,
+            "local_engine_s": med["trivial_local"],
+            "spark_local1_s": med["trivial_spark"],
+            "overhead_ms_per_cell": 1e3 * (med["trivial_spark"] - med["trivial_local"])
+            / trivial_cells,
+        },
+        "speedup": {
+            "cells": cells,
+            "cell_s": med["cpu_local_engine"] / cells,
+            "local_engine_s": med["cpu_local_engine"],
+            "local1_s": med["local[1]"],
+            "local2_s": med["local[2]"],
+            "local1_runs_s": times["local[1]"],
+            "local2_runs_s": times["local[2]"],
+            "ratio": speedup,
+            "machine_ratio": machine,
+            "efficiency": speedup / machine,
+            "target": TARGET_SPEEDUP,
+            "met": speedup >= TARGET_SPEEDUP,
+        },
+        "session_start_s": {m: statistics.median(v) for m, v in starts.items()},
+    }
+
+
+def format_bench(result: dict[str, Any]) -> str:
+    """Human-readable summary of :func:`run_bench_spark`'s result."""
+    o, s = result["per_cell_overhead"], result["speedup"]
+    start = result["session_start_s"]
+    return "\n".join([
+        f"stackcast bench spark: {result['cpus']} CPUs, median of {result['reps']} "
+        "repetitions, warm sessions",
+        f"  per-cell overhead   {o['overhead_ms_per_cell']:.1f} ms/cell "
+        f"({o['cells']} trivial cells: local engine {o['local_engine_s']:.2f} s, "
+        f"Spark local[1] {o['spark_local1_s']:.2f} s)",
+        f"  CPU-bound sweep     {s['cells']} cells x {s['cell_s']:.2f} s: "
+        f"local[1] {s['local1_s']:.2f} s, local[2] {s['local2_s']:.2f} s "
+        f"(local engine {s['local_engine_s']:.2f} s)",
+        f"  speed-up            {s['ratio']:.2f}x local[1] -> local[2] "
+        f"(target >= {s['target']:.1f}x: {'met' if s['met'] else 'NOT met'})",
+        f"  machine speed-up    {s['machine_ratio']:.2f}x one -> two plain processes now "
+        f"(Spark reaches {100 * s['efficiency']:.0f} % of it)",
+        f"  context start       local[1] {start['local[1]']:.1f} s, "
+        f"local[2] {start['local[2]']:.1f} s",
+    ])

@@ -1,0 +1,454 @@
+"""``stackcast bench``: the speed suite of issue 9, each figure beside a same-run reference.
+
+Items (each the median of ``reps`` repetitions; references and subjects
+alternate, so a background load hits both alike):
+
+static
+    Static-engine notifications per second on the 255-switch jellyfish of
+    seed 000 ch. 3 at 30 % receivers, 50 B payload, for switch-bitmask,
+    switch-port and hops: the fast path (:mod:`sim.engines.fast_static`, its numba
+    kernel where numba is installed, on ``notifications`` at once) against
+    the pass-by-pass reference
+    (:func:`sim.engines.static.run_notification` on the first ``ref_notifications``).
+    The fast figures are only reported if the fast path's metrics equal the
+    reference's on those notifications. One process: per second of CPU time
+    is per core. Also the whole cell runner (workload draw, rows) per second.
+encoder
+    ``strategy.encode`` per second on zoo:Dfn, 40 rules per switch, nearby
+    clusters, for vt-freq-relation and vt-clusters, against the
+    ``source-routed`` encoder (hop labels only) on the same notifications.
+timed
+    Model events per second against raw SimPy timeouts per second
+    (:mod:`experiments.bench.timed`).
+spark
+    Cells per second of a CPU-bound sweep on local[2] against local[1]
+    (:mod:`experiments.bench.spark`).
+ch6 (opt-in)
+    Wall time of ``experiments/specs/ch6-churn.toml`` on Spark ``local[2]``.
+    ``fraction`` < 1 runs a deterministic subset (cells whose id falls in
+    the first ``fraction`` of the id space) and *extrapolates*: session start
+    + worker warm-up (one cell) + subset time x cells / subset cells; the
+    output says so. Reference: the local engine (one warm process) on a few
+    cells of the same subset.
+
+Nothing here runs in the default test run; figures depend on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from experiments.cells.spec import SPEC_DIR
+
+STATIC_TOPOLOGY = "jellyfish:switches=255,degree=4,hosts=1,seed=1"
+STATIC_STRATEGIES = ("switch-bitmask", "switch-port", "hops")
+ENCODER_TOPOLOGY = "zoo:Dfn"
+ENCODER_STRATEGIES = ("vt-freq-relation", "vt-clusters")
+ENCODER_REFERENCE = "source-routed"
+CH6_SPEC = SPEC_DIR / "ch6-churn.toml"
+ITEMS = ("static", "encoder", "timed", "spark", "ch6")
+DEFAULT_ITEMS = ("static", "encoder", "timed", "spark")
+
+#: Issue 9 targets: (item, figure) -> (threshold, "min" or "max", unit).
+TARGETS: dict[tuple[str, str], tuple[float, str, str]] = {
+    ("static", "switch-bitmask"): (20_000.0, "min", "notifications/s/core"),
+    ("encoder", "vt-freq-relation"): (2_000.0, "min", "encodes/s"),
+    ("encoder", "vt-clusters"): (2_000.0, "min", "encodes/s"),
+    ("timed", "events_to_raw_at_depth"): (0.40, "min", "x raw SimPy at the model's queue depth"),
+    ("timed", "events_to_raw"): (0.40, "min", "x raw SimPy, one process"),
+    ("spark", "speedup"): (1.7, "min", "x local[1]"),
+    ("ch6", "wall_s"): (900.0, "max", "s"),
+}
+
+
+def _median(xs: Iterable[float]) -> float:
+    return float(statistics.median(list(xs)))
+
+
+def _rate(fn: Callable[[], int]) -> tuple[float, float]:
+    """(items per wall second, items per CPU second) of ``fn`` (which returns its count)."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    count = fn()
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    return count / max(wall, 1e-9), count / max(cpu, 1e-9)
+
+
+def _judge(item: str, figure: str, value: float) -> dict[str, Any] | None:
+    target = TARGETS.get((item, figure))
+    if target is None:
+        return None
+    threshold, sense, unit = target
+    met = value >= threshold if sense == "min" else value <= threshold
+    return {"threshold": threshold, "sense": sense, "unit": unit, "met": bool(met)}
+
+
+# -- 1. static engine ------------------------------------------------------------
+
+
+def static_workload(notifications: int, topology: str = STATIC_TOPOLOGY, percent: float = 30.0,
+                    seed: int = 1) -> tuple[Any, Any, list[tuple[str, frozenset[str]]]]:
+    """The topology, population and (publisher, receivers) pairs of the static item."""
+    from sim.dataplanes.seeds import child_rng
+    from sim.workloads.receivers import receiver_model
+    from topologies.specs import load_topology
+
+    topo = load_topology(topology)
+    pop = receiver_model(f"uniform:percent={percent:g}").population(
+        topo, child_rng(seed, "population"))
+    cases = []
+    for i in range(notifications):
+        rng = child_rng(seed, "bench-static", i)
+        pub = pop.publishers[int(rng.integers(len(pop.publishers)))]
+        cases.append((pub, pop.receivers(pub, rng)))
+    return topo, pop, cases
+
+
+def bench_static(reps: int = 3, notifications: int = 400, ref_notifications: int = 10,
+                 strategies: Iterable[str] = STATIC_STRATEGIES, payload_bytes: int = 50,
+                 tick: Callable[[], None] = lambda: None,
+                 topology: str = STATIC_TOPOLOGY) -> dict[str, Any]:
+    """Fast path vs reference, notifications per second (see the module docstring)."""
+    from sim.dataplanes.packet import Notification, payload_for
+    from sim.engines.fast_static import fast_static_for, row_metrics
+    from sim.engines.static import run_notification
+    from strategies.base import Knowledge, make_strategy
+
+    if ref_notifications < 1 or notifications < ref_notifications:
+        raise ValueError("static bench: need 1 <= ref_notifications <= notifications; got "
+                         f"{ref_notifications} and {notifications}")
+    topo, _, cases = static_workload(notifications, topology)
+    pubs, sets = [p for p, _ in cases], [r for _, r in cases]
+    notes = [Notification(i, p) for i, p in enumerate(pubs)]
+    out: dict[str, Any] = {"topology": topology, "receivers": "uniform:percent=30",
+                           "payload_bytes": payload_bytes, "notifications": notifications,
+                           "ref_notifications": ref_notifications, "strategies": {}}
+    for name in strategies:
+        strategy = make_strategy(name)
+        state = strategy.install(topo, Knowledge())
+        fast = fast_static_for(topo, strategy)
+        if fast is None:
+            raise ValueError(f"static bench: {name!r} has no fast path")
+        refs: list[Any] = []
+
+        def reference(strategy: Any = strategy, state: Any = state, refs: list[Any] = refs
+                      ) -> int:
+            refs[:] = [run_notification(topo, strategy, state, notes[i], sets[i],
+                                        payload_for(notes[i], payload_bytes))
+                       for i in range(ref_notifications)]
+            return ref_notifications
+
+        def fast_batch(fast: Any = fast) -> int:
+            done = fast.metrics(pubs, sets, payload_bytes)
+            return sum(m is not None for m in done)
+
+        fast_batch()  # warm: the per-root tree tables are built on first use
+        ref_w, ref_c, fast_w, fast_c = [], [], [], []
+        for _ in range(reps):
+            w, c = _rate(reference)
+            ref_w.append(w)
+            ref_c.append(c)
+            w, c = _rate(fast_batch)
+            fast_w.append(w)
+            fast_c.append(c)
+            tick()
+        got = fast.metrics(pubs[:ref_notifications], sets[:ref_notifications], payload_bytes)
+        if got != [row_metrics(d) for d in refs]:
+            raise RuntimeError(f"static bench: the fast path disagrees with the reference on "
+                               f"{name}; not reporting its speed")
+        fast_per_cpu = _median(fast_c)
+        out["strategies"][name] = {
+            "impl": fast.impl, "fast_per_s": _median(fast_w), "fast_per_cpu_s": fast_per_cpu,
+            "reference_per_s": _median(ref_w), "reference_per_cpu_s": _median(ref_c),
+            "ratio": fast_per_cpu / _median(ref_c),
+            "target": _judge("static", name, fast_per_cpu),
+        }
+    out["cell_rows"] = _cell_rate(notifications, reps, topology)
+    tick()
+    return out
+
+
+def _cell_rate(notifications: int, reps: int, topology: str) -> dict[str, Any]:
+    """Whole switch-bitmask cell (workload draw, state, fast path, rows) per second."""
+    from experiments.cells.pipeline import cell_rows
+    from experiments.cells.spec import parse_spec_dict
+
+    spec = parse_spec_dict({
+        "experiment": {"name": "bench-static", "notifications": notifications, "seeds": [1],
+                       "payload_bytes": [50]},
+        "grid": {"topology": [topology], "strategy": ["switch-bitmask"],
+                 "receivers": ["uniform:percent=30"]},
+    }, "<bench static>")
+    (cell,) = spec.cells()
+    cell_rows(cell)  # topology, tables and state cached
+    rates = [_rate(lambda: len(cell_rows(cell, "auto")))[1] for _ in range(reps)]
+    return {"strategy": "switch-bitmask", "notifications": notifications,
+            "per_cpu_s": _median(rates)}
+
+
+# -- 2. virtual-tree encoder ------------------------------------------------------
+
+
+def bench_encoder(reps: int = 3, notifications: int = 300, max_rules: int = 40,
+                  strategies: Iterable[str] = ENCODER_STRATEGIES,
+                  tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """``strategy.encode`` per CPU second against the source-routed encoder."""
+    from sim.dataplanes.packet import Notification, payload_for
+    from sim.dataplanes.seeds import child_rng
+    from sim.workloads.receivers import receiver_model
+    from strategies.base import Knowledge, make_strategy
+    from topologies.specs import load_topology
+
+    topo = load_topology(ENCODER_TOPOLOGY)
+    pop = receiver_model("clustered:scenario=nearby").population(topo, child_rng(1, "population"))
+    rng = child_rng(1, "bench-encoder")
+    notes: list[tuple[Notification, frozenset[str], bytes]] = []
+    while len(notes) < notifications:
+        pub = pop.publishers[int(rng.integers(len(pop.publishers)))]
+        recv = pop.receivers(pub, rng)
+        if recv:
+            note = Notification(len(notes), pub)
+            notes.append((note, recv, payload_for(note, 50)))
+    knowledge = Knowledge(population=pop, seed=1)
+
+    def encoder(name: str) -> Callable[[], int]:
+        strategy = make_strategy(name, {"max_rules": max_rules})
+        state = strategy.install(topo, knowledge)
+        strategy.encode(topo, state, *notes[0])  # compile what the encoder caches
+
+        def run() -> int:
+            for note, recv, payload in notes:
+                strategy.encode(topo, state, note, recv, payload)
+            return len(notes)
+        return run
+
+    runs = {name: encoder(name) for name in (ENCODER_REFERENCE, *strategies)}
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(reps):
+        for name, run in runs.items():
+            rates[name].append(_rate(run)[1])
+        tick()
+    ref = _median(rates[ENCODER_REFERENCE])
+    return {"topology": ENCODER_TOPOLOGY, "max_rules": max_rules, "notifications": notifications,
+            "reference": {"strategy": ENCODER_REFERENCE, "per_cpu_s": ref},
+            "strategies": {name: {"per_cpu_s": _median(rates[name]),
+                                  "ratio": _median(rates[name]) / ref,
+                                  "target": _judge("encoder", name, _median(rates[name]))}
+                           for name in strategies}}
+
+
+# -- 3. timed engine and 4. Spark: the existing benchmarks --------------------------
+
+
+def bench_timed_item(reps: int = 3, tick: Callable[[], None] = lambda: None,
+                     **model: Any) -> dict[str, Any]:
+    """The timed-engine figures, judged against SimPy at the model's queue depth
+    (:mod:`experiments.bench.timed`; the one-process ratio is judged alongside)."""
+    from experiments.bench.timed import run_bench_timed
+
+    result = run_bench_timed(reps=reps, tick=tick, **model)
+    result["target"] = _judge("timed", "events_to_raw_at_depth",
+                              result["events_to_raw_at_depth_ratio"])
+    result["one_process"] = _judge("timed", "events_to_raw", result["events_to_raw_ratio"])
+    return result
+
+
+def bench_spark_item(reps: int = 3, cells: int = 12,
+                     tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    from experiments.bench.spark import run_bench_spark
+    from experiments.runners.spark_session import SparkUnavailableError
+
+    try:
+        result = run_bench_spark(cells=cells, reps=reps)
+    except SparkUnavailableError as exc:
+        tick()
+        return {"skipped": str(exc)}
+    tick()
+    result["target"] = _judge("spark", "speedup", result["speedup"]["ratio"])
+    return result
+
+
+# -- 5. end to end: ch6-churn --------------------------------------------------------
+
+
+class SubsetSpec:
+    """A spec restricted to the cells whose id falls in the first ``fraction`` of the id space.
+
+    Cell ids are hex digests of the cell parameters, so the subset is
+    deterministic and spread over the whole grid. Only what the runners read
+    (``name``, ``cells()``, ``canonical()``) is provided.
+    """
+
+    def __init__(self, spec: Any, fraction: float) -> None:
+        if not 0 <= fraction <= 1:  # 0: the one cell with the smallest id (a warm-up)
+            raise ValueError(f"--fraction must be in (0, 1]; got {fraction}")
+        self.spec, self.fraction, self.name = spec, fraction, spec.name
+        everything = spec.cells()
+        limit = fraction * 16 ** 8
+        keep = [c for c in everything if int(c.cell_id[:8], 16) < limit] or [
+            min(everything, key=lambda c: c.cell_id)]
+        self.total, self._cells = len(everything), keep
+
+    def cells(self) -> list[Any]:
+        return list(self._cells)
+
+    def canonical(self) -> dict[str, Any]:
+        return dict(self.spec.canonical())
+
+
+def bench_ch6(fraction: float = 1.0, master: str = "local[2]", ref_cells: int = 16,
+              spec_path: Path = CH6_SPEC, progress: bool = True,
+              work_dir: str | Path | None = None) -> dict[str, Any]:
+    """Wall time of ch6-churn on Spark (a subset extrapolated when ``fraction`` < 1)."""
+    from experiments.cells.pipeline import run_cell
+    from experiments.cells.spec import load_spec
+    from experiments.runners.spark import run_spark
+    from experiments.runners.spark_session import require_spark, spark_session
+
+    subset = SubsetSpec(load_spec(spec_path), fraction)
+    cells = subset.cells()
+    require_spark()
+    with tempfile.TemporaryDirectory(prefix="stackcast-bench-ch6-", dir=work_dir) as tmp:
+        w0 = time.perf_counter()
+        with spark_session(master, app_name="stackcast bench ch6") as spark:
+            start_s = time.perf_counter() - w0
+            t0 = time.perf_counter()  # Python workers started, project imported: once per run
+            run_spark(SubsetSpec(subset.spec, 0), Path(tmp) / "warm", spark=spark,
+                      progress=False)  # type: ignore[arg-type]
+            warm_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            run_spark(subset, Path(tmp) / "out", spark=spark, progress=progress)  # type: ignore[arg-type]
+            run_s = time.perf_counter() - t0
+    run_cell(cells[-1])  # warm this process too
+    sample = cells[::max(1, len(cells) // max(1, ref_cells))][:ref_cells]  # spread over the grid
+    local_rate = _rate(lambda: sum(1 for c in sample if run_cell(c).num_rows >= 0))[0]
+    spark_rate = len(cells) / run_s
+    scale = subset.total / len(cells)
+    wall = start_s + warm_s + run_s * scale
+    return {
+        "spec": str(spec_path), "master": master, "fraction": fraction,
+        "cells_total": subset.total, "cells_run": len(cells),
+        "extrapolated": len(cells) < subset.total,
+        "session_start_s": start_s, "warm_s": warm_s, "subset_wall_s": run_s, "wall_s": wall,
+        "spark_cells_per_s": spark_rate,
+        "reference": {"engine": "local (one process)", "cells": len(sample),
+                      "cells_per_s": local_rate},
+        "ratio": spark_rate / local_rate,
+        "target": _judge("ch6", "wall_s", wall),
+    }
+
+
+# -- the suite --------------------------------------------------------------------------
+
+
+def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: float = 1.0,
+              progress: bool = True, static_notifications: int = 400,
+              spark_cells: int = 12) -> dict[str, Any]:
+    """Run the chosen items; returns ``{"cpus", "load_avg", "reps", "items": {...}}``."""
+    items = list(items)
+    unknown = [i for i in items if i not in ITEMS]
+    if unknown:
+        raise ValueError(f"unknown bench item {unknown[0]!r}; known: {', '.join(ITEMS)}")
+    if reps < 1:
+        raise ValueError(f"--reps must be >= 1; got {reps}")
+    from tqdm import tqdm
+
+    steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": reps + 1,
+             "spark": 1, "ch6": 0}
+    bar = tqdm(total=sum(steps[i] for i in items), desc="stackcast bench", unit="step",
+               disable=not progress, dynamic_ncols=True)
+    out: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg": list(os.getloadavg()),
+                           "reps": reps, "items": {}}
+    try:
+        for item in items:
+            bar.set_description(f"stackcast bench: {item}")
+            if item == "static":
+                res = bench_static(reps=reps, notifications=static_notifications,
+                                   ref_notifications=min(10, static_notifications),
+                                   tick=lambda: bar.update(1))
+            elif item == "encoder":
+                res = bench_encoder(reps=reps, tick=lambda: bar.update(1))
+            elif item == "timed":
+                res = bench_timed_item(reps=reps, tick=lambda: bar.update(1))
+            elif item == "spark":
+                res = bench_spark_item(reps=reps, cells=spark_cells, tick=lambda: bar.update(1))
+            else:
+                res = bench_ch6(fraction=fraction, progress=progress)
+            out["items"][item] = res
+    finally:
+        bar.close()
+    out["load_avg_end"] = list(os.getloadavg())
+    return out
+
+
+def _mark(target: dict[str, Any] | None) -> str:
+    if target is None:
+        return ""
+    sign = ">=" if target["sense"] == "min" else "<="
+    return (f"  [target {sign} {target['threshold']:,g} {target['unit']}: "
+            f"{'met' if target['met'] else 'NOT met'}]")
+
+
+def format_suite(result: dict[str, Any]) -> str:
+    """Human-readable summary of :func:`run_suite`."""
+    lines = [f"stackcast bench: {result['cpus']} CPUs, median of {result['reps']} repetitions, "
+             f"load average {result['load_avg'][0]:.1f} at start, "
+             f"{result['load_avg_end'][0]:.1f} at end (rates per CPU-second unless noted)"]
+    items = result["items"]
+    if "static" in items:
+        s = items["static"]
+        lines.append(f"static engine  {s['topology']}, {s['receivers']}, {s['payload_bytes']} B "
+                     f"({s['notifications']} notifications fast, {s['ref_notifications']} "
+                     "reference)")
+        for name, r in s["strategies"].items():
+            lines.append(f"  {name:<16} fast ({r.get('impl', 'numpy')}) "
+                         f"{r['fast_per_cpu_s']:>9,.0f}/s "
+                         f"(wall {r['fast_per_s']:,.0f}/s)  reference "
+                         f"{r['reference_per_cpu_s']:>7,.1f}/s  = {r['ratio']:,.0f}x"
+                         + _mark(r["target"]))
+        c = s["cell_rows"]
+        lines.append(f"  whole cell runner ({c['strategy']}, {c['notifications']} "
+                     f"notifications): {c['per_cpu_s']:,.0f} rows/s")
+    if "encoder" in items:
+        e = items["encoder"]
+        lines.append(f"vt encoder     {e['topology']}, {e['max_rules']} rules, "
+                     f"{e['notifications']} notifications; reference "
+                     f"{e['reference']['strategy']} {e['reference']['per_cpu_s']:,.0f}/s")
+        for name, r in e["strategies"].items():
+            lines.append(f"  {name:<16} {r['per_cpu_s']:>9,.0f} encodes/s = {r['ratio']:.2f}x "
+                         "reference" + _mark(r["target"]))
+    if "timed" in items:
+        t = items["timed"]
+        lines.append(f"timed engine   {t['run']['events_per_s']:,.0f} events/s vs raw SimPy at "
+                     f"the model's queue depth ({t['queue_depth']:.0f} pending) "
+                     f"{t['raw_simpy_at_depth_per_s']:,.0f} timeouts/s (wall) = "
+                     f"{t['events_to_raw_at_depth_ratio']:.2f}x" + _mark(t["target"]))
+        lines.append(f"  vs one SimPy process {t['raw_simpy_timeouts_per_s']:,.0f} timeouts/s = "
+                     f"{t['events_to_raw_ratio']:.2f}x" + _mark(t["one_process"]))
+    if "spark" in items:
+        sp = items["spark"]
+        if "skipped" in sp:
+            lines.append(f"spark          skipped: {sp['skipped']}")
+        else:
+            s2 = sp["speedup"]
+            lines.append(f"spark          local[2] {s2['local2_s']:.2f} s vs local[1] "
+                         f"{s2['local1_s']:.2f} s (wall, {s2['cells']} cells) = "
+                         f"{s2['ratio']:.2f}x; machine offers {s2['machine_ratio']:.2f}x"
+                         + _mark(sp["target"]))
+    if "ch6" in items:
+        c6 = items["ch6"]
+        how = (f"EXTRAPOLATED from {c6['cells_run']:,} of {c6['cells_total']:,} cells "
+               f"(fraction {c6['fraction']:g})" if c6["extrapolated"]
+               else f"all {c6['cells_total']:,} cells")
+        lines.append(f"ch6-churn      {c6['master']}: {c6['wall_s']:,.0f} s wall, {how}; "
+                     f"session start {c6['session_start_s']:.1f} s, worker warm-up "
+                     f"{c6.get('warm_s', 0.0):.1f} s; "
+                     f"{c6['spark_cells_per_s']:.2f} cells/s = {c6['ratio']:.2f}x the local "
+                     f"engine ({c6['reference']['cells_per_s']:.2f} cells/s)"
+                     + _mark(c6["target"]))
+    return "\n".join(lines)

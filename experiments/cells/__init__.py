@@ -1,0 +1,1 @@
+"""The spec model and the one cell pipeline: spec -> cells -> rows."""

@@ -1,0 +1,301 @@
+"""Experiment specs (TOML) and their expansion into cells.
+
+A spec names a grid; every combination is a :class:`Cell` with a stable id and
+seed derived from its canonical parameters (SHA-256 of sorted JSON, never
+``hash()``), so a cell gives identical rows on every engine and machine.
+
+Example::
+
+    [experiment]
+    name = "quickstart"
+    description = "Baselines and label stacks on a small jellyfish"
+    notifications = 20          # notifications per cell
+    seeds = [1, 2]              # replications
+    payload_bytes = [50]
+
+    [grid]
+    topology = ["jellyfish:switches=32,degree=4,seed=1"]
+    strategy = ["unicast", "multicast", "broadcast"]
+    receivers = ["uniform:percent=10", "uniform:percent=50"]
+
+    [strategy_params.multicast]  # optional: lists are swept, scalars fixed
+    tree = ["spt", "steiner"]
+
+    [delays]                     # optional: analytic delay constants (seconds)
+    feed_in_s = 1e-4
+
+A timed spec adds ``engine = "timed"`` to ``[experiment]`` and a ``[timed]``
+table of :func:`sim.engines.timed.config.timed_settings` keys (lists are swept, like
+strategy parameters), e.g. ``rate_hz = [100, 1000]``, ``recirc_port_bps``.
+
+The workload (publishers and receiver sets) of a cell depends only on its
+topology, receiver model and seed, not on the strategy or payload, so every
+strategy is measured on the same notifications (seed 000 §3.5.2: "fixed RNG
+seed, so traffic is identical across strategies").
+
+TOML is read here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sim.dataplanes.seeds import canonical_json, stable_seed
+from sim.engines.static import DelayModel
+from sim.workloads.receivers import receiver_model
+from strategies.base import STRATEGIES, load_builtin_strategies, make_strategy
+from topologies.model import LinkDefaults
+from topologies.registry import SpecError, check, make_params
+from topologies.specs import load_topology
+
+#: The specs shipped with the package (``stackcast run NAME``).
+SPEC_DIR = Path(__file__).resolve().parents[1] / "specs"
+
+_EXPERIMENT_KEYS = {"name", "description", "notifications", "seeds", "payload_bytes", "engine"}
+_TOP_KEYS = {"experiment", "grid", "strategy_params", "delays", "links", "timed"}
+ENGINES = ("static", "timed")
+_GRID_KEYS = {"topology", "strategy", "receivers"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cell:
+    """One point of the grid: everything needed to produce its rows."""
+
+    experiment: str
+    topology: str
+    strategy: str
+    params: tuple[tuple[str, Any], ...]
+    receivers: str
+    payload_bytes: int
+    seed: int
+    notifications: int
+    delays: tuple[tuple[str, float], ...] = ()
+    links: tuple[tuple[str, float], ...] = ()
+    #: "static" or "timed"; a timed cell also carries its point of the [timed] grid.
+    engine: str = "static"
+    timed: tuple[tuple[str, Any], ...] = ()
+
+    def canonical(self) -> dict[str, Any]:
+        out = {
+            "experiment": self.experiment, "topology": self.topology,
+            "strategy": self.strategy, "params": dict(self.params),
+            "receivers": self.receivers, "payload_bytes": self.payload_bytes,
+            "seed": self.seed, "notifications": self.notifications,
+            "delays": dict(self.delays), "links": dict(self.links),
+        }
+        if self.engine != "static":  # static cells keep their ids
+            out["engine"] = self.engine
+            out["timed"] = dict(self.timed)
+        return out
+
+    @property
+    def cell_id(self) -> str:
+        return format(stable_seed(self.canonical()), "016x")
+
+    @property
+    def cell_seed(self) -> int:
+        """Root seed of the strategy's own randomness in this cell."""
+        return stable_seed(["cell", self.canonical()])
+
+    @property
+    def workload_seed(self) -> int:
+        """Root seed of the workload: independent of strategy and payload."""
+        return stable_seed(["workload", self.topology, self.receivers, self.seed,
+                            dict(self.links)])
+
+    def workload_seed_for(self, model: Any) -> int:
+        """The workload seed for receiver model ``model``.
+
+        Models whose parameters include a level that must not reseed the
+        workload (nested churn levels) name the parameters that fix it with
+        ``params.workload_key()``.
+        """
+        key = getattr(model.params, "workload_key", None)
+        if key is None:
+            return self.workload_seed
+        return stable_seed(["workload", self.topology, key(), self.seed, dict(self.links)])
+
+    @property
+    def params_json(self) -> str:
+        return canonical_json(dict(self.params))
+
+    def cost(self) -> float:
+        """Rough relative cost, for balancing Spark partitions (switches x notifications)."""
+        kind, _, rest = self.topology.partition(":")
+        size = 64.0
+        for item in rest.split(","):
+            key, _, value = item.partition("=")
+            if key in ("switches", "leaves") and value.isdigit():
+                size = float(value)
+            elif key == "k" and value.isdigit():
+                size = 1.25 * float(value) ** 2
+        return size * self.notifications
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentSpec:
+    """A validated experiment spec."""
+
+    name: str
+    description: str
+    notifications: int
+    seeds: tuple[int, ...]
+    payload_bytes: tuple[int, ...]
+    topologies: tuple[str, ...]
+    strategies: tuple[str, ...]
+    receivers: tuple[str, ...]
+    strategy_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    delays: Mapping[str, float] = field(default_factory=dict)
+    links: Mapping[str, float] = field(default_factory=dict)
+    source: str = ""
+    engine: str = "static"
+    timed: Mapping[str, Any] = field(default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        """All cells in a deterministic order."""
+        return list(self._iter_cells())
+
+    def _iter_cells(self) -> Iterator[Cell]:
+        delays = tuple(sorted(self.delays.items()))
+        links = tuple(sorted(self.links.items()))
+        for topo, strat, recv, payload, seed in itertools.product(
+                self.topologies, self.strategies, self.receivers, self.payload_bytes, self.seeds):
+            for params in _param_points(self.strategy_params.get(strat, {})):
+                for timed in _param_points(self.timed) if self.engine == "timed" else [()]:
+                    yield Cell(experiment=self.name, topology=topo, strategy=strat,
+                               params=params, receivers=recv, payload_bytes=payload, seed=seed,
+                               notifications=self.notifications, delays=delays, links=links,
+                               engine=self.engine, timed=timed)
+
+    def canonical(self) -> dict[str, Any]:
+        out = {
+            "name": self.name, "description": self.description,
+            "notifications": self.notifications, "seeds": list(self.seeds),
+            "payload_bytes": list(self.payload_bytes), "topologies": list(self.topologies),
+            "strategies": list(self.strategies), "receivers": list(self.receivers),
+            "strategy_params": {k: dict(v) for k, v in self.strategy_params.items()},
+            "delays": dict(self.delays), "links": dict(self.links),
+        }
+        if self.engine != "static":
+            out["engine"] = self.engine
+            out["timed"] = dict(self.timed)
+        return out
+
+
+def _param_points(grid: Mapping[str, Any]) -> Iterator[tuple[tuple[str, Any], ...]]:
+    keys = sorted(grid)
+    values = [grid[k] if isinstance(grid[k], list) else [grid[k]] for k in keys]
+    for combo in itertools.product(*values):
+        yield tuple(zip(keys, combo, strict=True))
+
+
+def _list(value: Any, where: str, typ: type) -> tuple[Any, ...]:
+    items = value if isinstance(value, list) else [value]
+    check(len(items) > 0, f"{where} must not be empty")
+    for v in items:
+        check(isinstance(v, typ) and not isinstance(v, bool),
+              f"{where} must hold {typ.__name__} values; got {v!r}")
+    return tuple(items)
+
+
+def _unknown(keys: Any, allowed: set[str], where: str) -> None:
+    extra = sorted(set(keys) - allowed)
+    check(not extra, f"{where}: unknown key(s) {', '.join(extra)} "
+                     f"(allowed: {', '.join(sorted(allowed))})")
+
+
+def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>") -> ExperimentSpec:
+    """Validate a spec already parsed from TOML; every problem names its field."""
+    _unknown(data, _TOP_KEYS, source)
+    exp = data.get("experiment")
+    check(isinstance(exp, dict), f"{source}: missing [experiment] table")
+    grid = data.get("grid")
+    check(isinstance(grid, dict), f"{source}: missing [grid] table")
+    _unknown(exp, _EXPERIMENT_KEYS, f"{source} [experiment]")
+    _unknown(grid, _GRID_KEYS, f"{source} [grid]")
+    name = exp.get("name")
+    check(isinstance(name, str) and name.replace("-", "").replace("_", "").isalnum(),
+          f"{source}: experiment.name must be a word of letters, digits, - or _; got {name!r}")
+    notifications = exp.get("notifications", 10)
+    check(isinstance(notifications, int) and notifications > 0,
+          f"{source}: experiment.notifications must be a positive integer")
+    engine = exp.get("engine", "static")
+    check(engine in ENGINES, f"{source}: experiment.engine must be one of "
+                             f"{', '.join(ENGINES)}; got {engine!r}")
+    timed = data.get("timed", {})
+    check(isinstance(timed, dict), f"{source}: [timed] must be a table")
+    check(engine == "timed" or not timed,
+          f"{source}: a [timed] table needs experiment.engine = \"timed\"")
+    spec = ExperimentSpec(
+        name=name,
+        description=str(exp.get("description", "")),
+        notifications=notifications,
+        seeds=_list(exp.get("seeds", [1]), f"{source}: experiment.seeds", int),
+        payload_bytes=_list(exp.get("payload_bytes", [50]), f"{source}: experiment.payload_bytes",
+                            int),
+        topologies=_list(grid.get("topology", []), f"{source}: grid.topology", str),
+        strategies=_list(grid.get("strategy", []), f"{source}: grid.strategy", str),
+        receivers=_list(grid.get("receivers", []), f"{source}: grid.receivers", str),
+        strategy_params=dict(data.get("strategy_params", {})),
+        delays=dict(data.get("delays", {})),
+        links=dict(data.get("links", {})),
+        source=source,
+        engine=engine,
+        timed=dict(timed),
+    )
+    validate(spec)
+    return spec
+
+
+def validate(spec: ExperimentSpec) -> None:
+    """Check every name and parameter before any work starts."""
+    src = spec.source
+    for p in spec.payload_bytes:
+        check(0 <= p <= 9000, f"{src}: payload_bytes must be in [0, 9000]; got {p}")
+    load_builtin_strategies()
+    for name in spec.strategy_params:
+        check(name in spec.strategies,
+              f"{src}: [strategy_params.{name}] names a strategy not in grid.strategy")
+    for name in spec.strategies:
+        STRATEGIES.get(name)
+        for point in _param_points(spec.strategy_params.get(name, {})):
+            make_strategy(name, dict(point))
+    for r in spec.receivers:
+        receiver_model(r)
+    make_params(DelayModel, spec.delays, f"{src} [delays]")
+    links = make_params(LinkDefaults, spec.links, f"{src} [links]")
+    for t in spec.topologies:
+        load_topology(t, links)
+    if spec.engine == "timed":
+        from sim.engines.timed.config import timed_settings
+
+        for point in _param_points(spec.timed):
+            timed_settings(dict(point), f"{src} [timed]", spec.notifications)
+
+
+def _read_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read spec {str(p)!r}: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{p}: invalid TOML: {exc}") from None
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate a TOML spec file."""
+    return parse_spec_dict(_read_toml(path), str(path))
+
+
+def describe_spec(path: str | Path) -> str:
+    """The description line of a spec, without validating it (for listings)."""
+    exp = _read_toml(path).get("experiment", {})
+    return str(exp.get("description", "")) if isinstance(exp, dict) else ""

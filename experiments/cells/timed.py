@@ -1,0 +1,303 @@
+"""Run one timed cell (``[experiment] engine = "timed"``): one row per notification.
+
+The cell's ``[timed]`` settings (:func:`sim.engines.timed.config.timed_settings`)
+choose the workload:
+
+``receivers = "per-notification"``
+    the same notifications as the static engine's cell (publisher and
+    receivers drawn from ``child_rng(workload_seed, "notification", run)``),
+    published one stream at ``rate_hz`` in all; the state is installed once
+    for every receiver set. With a low rate this is the zero-load setting of
+    Fig. 3.15 (``analytic_delay_ms`` is the static engine's delay of the
+    same notification).
+``receivers = "per-publisher"`` (default)
+    ``publishers`` hosts (all of the receiver model's when 0) publish at
+    ``rate_hz`` each; each has one subscriber set drawn once from the
+    receiver model, which the controller's churn then changes.
+
+Rows have the :data:`experiments.cells.schema.TIMED_ROWS` schema: the static
+columns per notification, timed columns per notification, and run-level
+``cell_`` columns repeated on each row. The strategy's extra metrics
+(:data:`~experiments.cells.schema.EXTRA_COLUMNS`) and ``analytic_delay_ms`` come
+from the static engine on the state and receiver set the publisher encoded
+with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from experiments.cells.schema import EXTRA_COLUMNS, TIMED_ROWS
+from experiments.cells.spec import Cell
+from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.packet import Notification
+from sim.dataplanes.seeds import canonical_json, child_rng
+from sim.engines.static import DelayModel, run_notification
+from sim.engines.timed.config import TimedSettings, settings_canonical, timed_settings
+from sim.engines.timed.controller import Controller
+from sim.engines.timed.engine import NoteRecord, TimedEngine, TimedResult
+from sim.engines.timed.metrics import percentile
+from sim.workloads.receivers import Population, receiver_model
+from strategies.base import Knowledge, Strategy, make_strategy
+from topologies.model import LinkDefaults, Topology
+from topologies.registry import check, make_params
+from topologies.specs import load_topology
+
+
+def cell_settings(cell: Cell) -> TimedSettings:
+    return timed_settings(dict(cell.timed), f"cell {cell.cell_id} [timed]", cell.notifications)
+
+
+def base_knowledge(population: Population, seed: int) -> Knowledge:
+    """Knowledge without receiver sets: the population and seed where Knowledge has them."""
+    names = {f.name for f in dataclasses.fields(Knowledge)}
+    extra: dict[str, Any] = {k: v for k, v in (("population", population), ("seed", seed))
+                             if k in names}
+    return Knowledge(**extra)
+
+
+def _install(strategy: Strategy, topology: Topology, base: Knowledge,
+             sets: dict[str, list[frozenset[str]]]) -> ControlState:
+    if strategy.scope == "topology":
+        return strategy.install(topology, base)
+    return strategy.install(topology, dataclasses.replace(
+        base, receiver_sets={p: tuple(dict.fromkeys(rs)) for p, rs in sets.items()}))
+
+
+def _publishers(population: Population, topology: Topology, count: int, seed: int
+                ) -> list[str]:
+    pubs = list(population.publishers)
+    if 0 < count < len(pubs):
+        rng = child_rng(seed, "timed-publishers")
+        pubs = [pubs[int(i)] for i in rng.choice(len(pubs), size=count, replace=False)]
+    return sorted(pubs, key=topology.host_id)
+
+
+def simulate_cell(cell: Cell, trace: bool = False
+                  ) -> tuple[TimedEngine, TimedResult, Controller | None]:
+    """Build and run the cell's network; returns the engine, its result and controller
+    (``trace``: record the exact event trace)."""
+    settings = cell_settings(cell)
+    wl = settings.workload
+    links = make_params(LinkDefaults, dict(cell.links), "links")
+    topology = load_topology(cell.topology, links)
+    strategy = make_strategy(cell.strategy, dict(cell.params))
+    model = receiver_model(cell.receivers)
+    seed = cell.workload_seed_for(model)
+    population = model.population(topology, child_rng(seed, "population"))
+    # Content populations (at/draw): events decide the receivers; the state is
+    # installed from the subscriptions as they stand at the start.
+    at = getattr(population, "at", None)
+    view = at(0) if at is not None else population
+    draw = getattr(view, "draw", None)
+    base = base_knowledge(view, seed)
+    controller = None
+    if wl.receivers == "per-notification":
+        items = []
+        for run in range(wl.notifications or 0):  # the static engine's notifications
+            rng = child_rng(seed, "notification", run)
+            pub = population.publishers[int(rng.integers(len(population.publishers)))]
+            if at is not None:
+                check(at(run).version == getattr(view, "version", None),
+                      f"cell {cell.cell_id}: the timed engine does not run content "
+                      "subscription churn (use churn=0 in the receiver model)")
+            if draw is not None:
+                event, rec = draw(pub, run, rng)
+            else:
+                event, rec = None, population.receivers(pub, rng)
+            items.append((pub, rec, event))
+        sets: dict[str, list[frozenset[str]]] = {}
+        for pub, rec, _ in items:
+            sets.setdefault(pub, []).append(rec)
+        state = _install(strategy, topology, base, sets)
+        engine = TimedEngine(topology, strategy, state, settings.config,
+                             payload_bytes=cell.payload_bytes, trace=trace)
+        engine.start_schedule(wl, items, seed)
+    else:
+        pubs = _publishers(population, topology, wl.publishers, seed)
+        if draw is not None:  # content: every notification draws its event
+            check(not settings.churn.active,
+                  f"cell {cell.cell_id}: host-level churn does not apply to content "
+                  "workloads (their subscriptions are boxes)")
+            state = _install(strategy, topology, base, {})
+            engine = TimedEngine(topology, strategy, state, settings.config,
+                                 payload_bytes=cell.payload_bytes, trace=trace)
+            engine.draw = lambda pub, nid: draw(pub, 0, child_rng(seed, "timed-event", nid))
+        else:
+            subs = {p: population.receivers(p, child_rng(seed, "timed-subscribers",
+                                                         topology.host_id(p))) for p in pubs}
+            state = _install(strategy, topology, base, {p: [r] for p, r in subs.items()})
+            engine = TimedEngine(topology, strategy, state, settings.config,
+                                 payload_bytes=cell.payload_bytes, trace=trace)
+            controller = Controller(engine, subs, settings.churn, settings.capacity,
+                                    seed=seed, knowledge=base)
+            until = (wl.duration_s if wl.duration_s is not None
+                     else (wl.notifications or 0) / (wl.rate_hz * max(len(pubs), 1)))
+            controller.start(until)
+        engine.start_workload(wl, pubs, seed)
+    return engine, engine.run(), controller
+
+
+def _nan_to(v: float, default: float = math.nan) -> float:
+    return default if v is None or math.isnan(v) else v
+
+
+def run_timed_cell(cell: Cell) -> pa.Table:
+    """The rows of a timed cell as an Arrow table with the :data:`TIMED_ROWS` schema."""
+    return pa.Table.from_pylist(timed_cell_rows(cell), schema=TIMED_ROWS)
+
+
+def timed_cell_rows(cell: Cell) -> list[dict[str, Any]]:
+    engine, result, ctl = simulate_cell(cell)
+    delays = make_params(DelayModel, dict(cell.delays), "delays")
+    notes = [result.notes[k] for k in sorted(result.notes)]
+    run_level = _run_level(engine, result, ctl, notes)
+    timed_json = canonical_json(settings_canonical(cell_settings(cell)))
+    analytic: dict[tuple[Any, ...], tuple[float, dict[str, Any]]] = {}
+    rows = []
+    t_prev = -math.inf
+    for note in notes:
+        key = (note.publisher, note.encoded_for, id(note.view_state), note.notification.event)
+        if key not in analytic:  # the static engine on the state the publisher encoded with
+            static_note = Notification(0, note.publisher, event=note.notification.event)
+            d = run_notification(engine.topology, engine.strategy, note.view_state,
+                                 static_note, note.encoded_for, engine.payload, delays)
+            extra: dict[str, Any] = dict(EXTRA_COLUMNS)
+            extra.update(engine.strategy.extra_metrics(engine.topology, note.view_state,
+                                                       static_note, note.encoded_for, d))
+            analytic[key] = (d.delay_worst_s * 1e3, extra)
+        exposed = ctl is not None and ctl.exposed(note)
+        mis = ctl.misdelivery(note) if exposed and ctl is not None else None
+        writes = 0 if ctl is None else sum(u.writes for u in ctl.updates
+                                           if not u.rejected and t_prev < u.t_end <= note.t_pub)
+        t_prev = note.t_pub
+        last = note.latency_last_s
+        rows.append({
+            "experiment": cell.experiment, "cell_id": cell.cell_id, "strategy": cell.strategy,
+            "params": cell.params_json, "topology": cell.topology,
+            "receivers_model": cell.receivers, "payload_bytes": cell.payload_bytes,
+            "seed": cell.seed, "run": note.nid, "publisher": note.publisher,
+            "receivers": len(note.receivers), "delivered": len(note.delivered),
+            "false_positives": note.false_positives, "false_negatives": note.false_negatives,
+            "duplicates": note.duplicates, "header_entries": note.header_entries,
+            "header_bytes": note.header_bytes, "packets_sent": note.packets,
+            "frames": note.frames, "bytes": note.bytes, "passes": note.passes,
+            "recirculations": note.recirculations, "lookups": note.lookups,
+            "circulations_simplified": note.circulations_simplified,
+            "max_switch_passes": max(note.switch_passes.values(), default=0),
+            "state_entries": note.view_state.entries,
+            "multicast_groups": note.view_state.multicast_groups,
+            "control_writes": writes,
+            "delay_worst_ms": (last * 1e3 if note.receivers else 0.0),
+            "timed": timed_json, "publish_s": note.t_pub,
+            "latency_first_ms": note.latency_first_s * 1e3,
+            "latency_last_ms": last * 1e3,
+            **analytic[key][1],
+            "analytic_delay_ms": analytic[key][0],
+            "dropped_frames": note.drops, "exposed": exposed,
+            "stale_false_negatives": mis.stale_false_negatives if mis else 0,
+            "stale_false_positives": mis.stale_false_positives if mis else 0,
+            "misdeliveries": mis.misdeliveries if mis else 0,
+            **run_level,
+        })
+    return rows
+
+
+def _run_level(engine: TimedEngine, result: TimedResult, ctl: Controller | None,
+               notes: list[NoteRecord]) -> dict[str, Any]:
+    rec = result.recorder
+    t_end = result.t_end
+    span = max((n.t_pub for n in notes), default=0.0)
+    intended = sum(len(n.receivers) for n in notes)
+    got = sum(sum(1 for h in n.receivers if h in n.first) for n in notes)
+    t_last = max((t for n in notes for t in n.first.values()), default=0.0)
+    lat = [n.latency_last_s * 1e3 for n in notes if n.receivers and n.first]
+    drops: dict[str, int] = {}
+    sites: dict[str, int] = {}
+    for (where, node, detail), n in rec.drops.items():
+        drops[where] = drops.get(where, 0) + n
+        sites[f"{node}:{where}:{detail}"] = n
+    q = result.queues
+    egress = q.get("egress", {})
+    pipe = q.get("pipeline", {})
+    changes = ctl.changes if ctl else []
+    conv = [c.convergence_s * 1e3 for c in changes if c.convergence_s is not None]
+    writes = sum(u.writes for u in ctl.updates if not u.rejected) if ctl else 0
+    exposed = [n for n in notes if ctl is not None and ctl.exposed(n)]
+    mis = [ctl.misdelivery(n) for n in exposed] if ctl else []
+    occupancy = ctl.occupancy.report(t_end) if ctl else {}
+    return {
+        "cell_sim_time_s": t_end, "cell_notifications": len(notes),
+        "cell_offered_load_hz": len(notes) / span if span > 0 else 0.0,
+        "cell_deliveries_per_s": got / t_last if t_last > 0 else 0.0,
+        "cell_delivery_ratio": got / intended if intended else 1.0,
+        "cell_latency_p50_ms": _nan_to(percentile(lat, 50)),
+        "cell_latency_p90_ms": _nan_to(percentile(lat, 90)),
+        "cell_latency_p99_ms": _nan_to(percentile(lat, 99)),
+        "cell_drops_egress": drops.get("egress", 0),
+        "cell_drops_pipeline": drops.get("pipeline", 0),
+        "cell_drops_recirc": drops.get("recirc", 0),
+        "cell_drop_sites": json.dumps(dict(sorted(sites.items(), key=lambda kv: -kv[1])[:20])),
+        "cell_egress_queue_mean": egress.get("mean", 0.0),
+        "cell_egress_queue_max_mean": egress.get("max_mean", 0.0),
+        "cell_egress_queue_peak": egress.get("peak", 0.0),
+        "cell_pipeline_queue_mean": pipe.get("mean", 0.0),
+        "cell_pipeline_queue_peak": pipe.get("peak", 0.0),
+        "cell_recirculations_per_s": (sum(rec.recirc_executed.values()) / t_end
+                                      if t_end > 0 else 0.0),
+        "cell_recirc_port_queue_peak": q.get("recirc", {}).get("peak", 0.0),
+        "cell_changes": len(changes),
+        "cell_rejected_changes": sum(1 for c in changes if c.rejected),
+        "cell_control_writes": writes,
+        "cell_writes_per_change": writes / len(changes) if changes else 0.0,
+        "cell_convergence_mean_ms": float(np.mean(conv)) if conv else 0.0,
+        "cell_convergence_max_ms": max(conv, default=0.0),
+        "cell_exposed": len(exposed),
+        "cell_misdeliveries": sum(m.misdeliveries for m in mis),
+        "cell_stale_false_negatives": sum(m.stale_false_negatives for m in mis),
+        "cell_overflow_updates": sum(1 for u in ctl.updates if u.overflow) if ctl else 0,
+        "cell_occupancy": json.dumps(occupancy, sort_keys=True),
+        "cell_events": result.events,
+    }
+
+
+def saturation(rows: list[dict[str, Any]], ratio: float = 0.99, blowup: float = 10.0
+               ) -> list[dict[str, Any]]:
+    """Where each load curve saturates, from timed rows of a rate sweep.
+
+    Rows are grouped by everything that identifies a curve (strategy, params,
+    topology, receiver model, payload and the ``[timed]`` settings except
+    ``rate_hz``); along the offered load, a point is saturated when its
+    delivery ratio is below ``ratio`` or its p99 latency exceeds ``blowup``
+    times the p99 at the lowest load. Returns per curve the largest offered
+    load before the first saturated point (``capacity_hz``, None if even the
+    lowest is saturated) and that point (``saturated_hz``, None if none is).
+    """
+    curves: dict[str, dict[float, dict[str, Any]]] = {}
+    for r in rows:
+        timed = {k: v for k, v in json.loads(r["timed"]).items() if k != "rate_hz"}
+        key = canonical_json([r["strategy"], r["params"], r["topology"], r["receivers_model"],
+                              r["payload_bytes"], timed])
+        curves.setdefault(key, {})[r["cell_offered_load_hz"]] = r
+    out = []
+    for key, points in sorted(curves.items()):
+        loads = sorted(points)
+        base = points[loads[0]]["cell_latency_p99_ms"]
+        capacity = saturated = None
+        for load in loads:
+            p = points[load]
+            if p["cell_delivery_ratio"] < ratio or p["cell_latency_p99_ms"] > blowup * base:
+                saturated = load
+                break
+            capacity = load
+        strategy, params, topology, receivers, payload, timed = json.loads(key)
+        out.append({"strategy": strategy, "params": params, "topology": topology,
+                    "receivers_model": receivers, "payload_bytes": payload, "timed": timed,
+                    "capacity_hz": capacity, "saturated_hz": saturated})
+    return out

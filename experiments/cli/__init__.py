@@ -1,0 +1,1 @@
+"""The command line (the top layer): argument parsing, one-line errors, progress."""

@@ -1,0 +1,396 @@
+"""The ``stackcast`` command line.
+
+``main(argv) -> int`` is separate from the parser so tests call it directly.
+Heavy imports (pyspark, scapy, p4runtime_sh) happen inside subcommands. Bad
+input gives exit code 2 and one line naming the problem, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from experiments.cells.spec import SPEC_DIR
+from topologies.registry import SpecError
+
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    """Bad input found by the CLI itself."""
+
+
+def _shipped_specs() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(SPEC_DIR.glob("*.toml"))}
+
+
+def resolve_spec(arg: str) -> Path:
+    """A spec path, or the name of a shipped spec (``quickstart``)."""
+    path = Path(arg)
+    if path.exists() or arg.endswith(".toml"):
+        return path
+    shipped = _shipped_specs()
+    if arg in shipped:
+        return shipped[arg]
+    from topologies.registry import unknown_name_message
+
+    raise CliError(unknown_name_message("experiment spec", arg, shipped)
+                   + "; or give a path to a .toml file")
+
+
+# -- subcommands ------------------------------------------------------------------
+
+def cmd_list(args: argparse.Namespace) -> int:
+    what = args.what
+    if what == "strategies":
+        from strategies.base import STRATEGIES, load_builtin_strategies
+
+        load_builtin_strategies()
+        rows = [(n, STRATEGIES.get(n).summary) for n in STRATEGIES.names()]
+    elif what == "topologies":
+        from topologies.specs import TOPOLOGIES, _ensure_loaded
+
+        _ensure_loaded()
+        rows = [(n, TOPOLOGIES.get(n).summary) for n in TOPOLOGIES.names()]
+    elif what == "receiver-models":
+        from sim.workloads.receivers import RECEIVER_MODELS, load_builtin_receiver_models
+
+        load_builtin_receiver_models()
+        rows = [(n, RECEIVER_MODELS.get(n).summary) for n in RECEIVER_MODELS.names()]
+    else:
+        from experiments.cells.spec import describe_spec
+
+        rows = [(name, describe_spec(p)) for name, p in _shipped_specs().items()]
+    if args.json:
+        print(json.dumps([{"name": n, "summary": s} for n, s in rows], indent=2))
+    else:
+        width = max((len(n) for n, _ in rows), default=0)
+        for name, summary in rows:
+            print(f"{name:<{width}}  {summary}")
+    return 0
+
+
+def cmd_topology_show(args: argparse.Namespace) -> int:
+    from topologies.specs import load_topology
+
+    topo = load_topology(args.spec)
+    summary = topo.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"{topo.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts, "
+          f"{len(topo.links)} links, max switch ports {topo.max_switch_ports}")
+    for lk in summary["links"]:
+        print(f"  [{lk['edge_id']}] {lk['a']}:{lk['a_port']} -- {lk['b']}:{lk['b_port']}")
+    return 0
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise CliError(f"--param expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+def cmd_deliver(args: argparse.Namespace) -> int:
+    from sim.dataplanes.packet import Notification, payload_for
+    from sim.engines.static import run_notification
+    from strategies.base import Knowledge, make_strategy
+    from topologies.specs import load_topology
+
+    topo = load_topology(args.topology)
+    strategy = make_strategy(args.strategy, _params(args.param))
+    hosts = set(topo.hosts)
+    receivers = frozenset(h.strip() for h in args.receivers.split(",") if h.strip())
+    for h in sorted(receivers | {args.publisher}):
+        if h not in hosts:
+            raise CliError(f"unknown host {h!r} (hosts are h1..h{len(topo.hosts)})")
+    if args.publisher in receivers:
+        raise CliError(f"the publisher {args.publisher} cannot also be a receiver")
+    if args.payload_bytes < 0:
+        raise CliError("--payload-bytes must be >= 0")
+    note = Notification(notification_id=0, publisher=args.publisher)
+    state = strategy.install(topo, Knowledge.for_notification(args.publisher, receivers))
+    result = run_notification(topo, strategy, state, note, receivers,
+                              payload_for(note, args.payload_bytes))
+    doc = result.to_json(topo, args.strategy, state)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{args.strategy} on {topo.name}: {doc['publisher']} -> {len(receivers)} receivers")
+        print(f"  header {doc['header']['entries']} entries, {doc['header']['bytes']} B")
+        print(f"  delivered {len(doc['delivered'])}, false positives {doc['false_positives']}, "
+              f"false negatives {doc['false_negatives']}, duplicates {doc['duplicates']}")
+        print(f"  {doc['frames']} frames, {doc['bytes']} B on links; "
+              f"state {doc['state']['entries']} entries; worst delay "
+              f"{doc['delay_ms']['worst']:.3f} ms")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from experiments.cells.spec import load_spec
+
+    spec = load_spec(resolve_spec(args.spec))  # validated before any engine starts
+    out = Path(args.out or Path("results") / spec.name)
+    if args.trace:
+        _write_trace(spec, args)
+    if args.engine == "local":
+        if args.master:
+            raise CliError("--master only applies to --engine spark")
+        from experiments.runners.local import run_local
+
+        counts = run_local(spec, out, resume=args.resume, progress=not args.quiet)
+    else:
+        from experiments.runners.spark import run_spark
+
+        counts = run_spark(spec, out, resume=args.resume, master=args.master or "local[*]",
+                           progress=not args.quiet)
+    print(f"{spec.name}: {counts['ran']} cells run, {counts['skipped']} skipped, "
+          f"results in {out}")
+    if args.report:
+        return _report(out, out / "report", args.engine if args.engine == "local" else "spark",
+                       args.master)
+    return 0
+
+
+def _write_trace(spec, args: argparse.Namespace) -> None:  # noqa: ANN001
+    """``run --trace``: the first ``--trace-cells`` cells' states and packets (hil/trace.py)."""
+    from hil.trace import write_trace
+
+    if args.trace_cells < 1 or args.trace_notifications < 1:
+        raise CliError("--trace-cells and --trace-notifications must be >= 1")
+    cells = spec.cells()[:args.trace_cells]
+    n = write_trace(cells, args.trace, args.trace_notifications)
+    print(f"trace: {n} notifications of {len(cells)} cell(s) "
+          f"({', '.join(c.strategy for c in cells)}) in {args.trace}")
+
+
+def _report(results: Path, out: Path, engine: str, master: str | None) -> int:
+    from experiments.reports.report import aggregate_local, write_report
+    from experiments.storage.results import read_results
+
+    if engine == "spark":
+        from experiments.runners.spark import aggregate_spark
+
+        points = aggregate_spark(results, master=master or "local[*]")
+    else:
+        points = aggregate_local(read_results(results))
+    path = write_report(points, out)
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    results = Path(args.dir)
+    if not results.is_dir():
+        raise CliError(f"results directory {str(results)!r} does not exist")
+    return _report(results, Path(args.out) if args.out else results / "report",
+                   args.engine, args.master)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target in ("suite", "static", "encoder", "ch6"):
+        from experiments.bench.suite import DEFAULT_ITEMS, ITEMS, format_suite, run_suite
+
+        if args.target == "suite":
+            items = [i.strip() for i in args.items.split(",") if i.strip()] if args.items \
+                else list(DEFAULT_ITEMS)
+            bad = [i for i in items if i not in ITEMS]
+            if bad:
+                raise CliError(f"--items: unknown item {bad[0]!r} (known: {', '.join(ITEMS)})")
+        else:
+            items = [args.target]
+        if not 0 < args.fraction <= 1:
+            raise CliError(f"--fraction must be in (0, 1], got {args.fraction}")
+        if args.reps < 1:
+            raise CliError(f"--reps must be >= 1, got {args.reps}")
+        if args.notifications < 1:
+            raise CliError(f"--notifications must be >= 1, got {args.notifications}")
+        suite = run_suite(items, reps=args.reps, fraction=args.fraction,
+                          progress=not args.quiet, spark_cells=args.cells,
+                          static_notifications=args.notifications)
+        print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
+        return 0
+    if args.target == "timed":
+        from tqdm import tqdm
+
+        from experiments.bench.timed import (
+            DURATION_S,
+            TOPOLOGY,
+            format_bench_timed,
+            run_bench_timed,
+        )
+
+        duration = DURATION_S if args.duration_s is None else args.duration_s
+        if not duration > 0:
+            raise CliError(f"--duration-s must be > 0, got {duration}")
+        with tqdm(total=args.reps + 1, desc="bench timed (probe, then repetitions)",
+                  unit="run", disable=args.quiet, dynamic_ncols=True) as bar:
+            timed = run_bench_timed(reps=args.reps, tick=lambda: bar.update(1),
+                                    topology=args.topology or TOPOLOGY,
+                                    strategy=args.strategy, publishers=args.publishers,
+                                    rate_hz=args.rate_hz, duration_s=duration)
+        print(json.dumps(timed, indent=2) if args.json else format_bench_timed(timed))
+        return 0
+    from experiments.bench.spark import format_bench, run_bench_spark
+
+    result = run_bench_spark(cells=args.cells, reps=args.reps)
+    print(json.dumps(result, indent=2) if args.json else format_bench(result))
+    return 0
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from experiments.reports.recommend import recommend
+
+    results = Path(args.results)
+    if not results.is_dir():
+        raise CliError(f"results directory {str(results)!r} does not exist (run "
+                       "experiments/specs/ch6-best-strategies.toml first, or pass --results)")
+    out = recommend(results, args.topology, args.scenario, args.churn, args.subscribers, args.k)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{out['topology']} ({out['scenario']}, churn {out['churn']:g} %, "
+              f"{out['subscribers']:g} % subscribers): {out['strategy']}, expected header "
+              f"{out['expected_header_entries']:.2f} entries")
+        print(f"  learned from {out['training_points']} points on {out['networks']} networks; "
+              f"cross-validated accuracy {out['accuracy_leave_one_out']:.0%} (leave one out), "
+              f"{out['accuracy_leave_one_network_out']:.0%} (leave one network out)")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stackcast",
+        description="Simulate in-network publish/subscribe strategies on P4 switches: "
+                    "deliver one notification, run sweeps (local or Spark), report.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ls = sub.add_parser("list", help="list strategies, topologies, receiver models or shipped "
+                                     "experiment specs")
+    ls.add_argument("what", choices=["strategies", "topologies", "receiver-models",
+                                     "experiments"])
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    ls.set_defaults(func=cmd_list)
+
+    topo = sub.add_parser("topology", help="inspect a topology spec")
+    tsub = topo.add_subparsers(dest="topology_command", required=True, metavar="ACTION")
+    show = tsub.add_parser("show", help="switches, hosts and links of SPEC, e.g. "
+                                        "jellyfish:switches=16,degree=3,seed=1 or zoo:Dfn")
+    show.add_argument("spec")
+    show.add_argument("--json", action="store_true", help="print the JSON contract")
+    show.set_defaults(func=cmd_topology_show)
+
+    dl = sub.add_parser("deliver", help="send one notification and report what happened")
+    dl.add_argument("--topology", required=True, help="topology spec string")
+    dl.add_argument("--strategy", required=True, help="strategy name (stackcast list strategies)")
+    dl.add_argument("--publisher", required=True, help="publishing host, e.g. h1")
+    dl.add_argument("--receivers", required=True, help="comma-separated receiving hosts")
+    dl.add_argument("--payload-bytes", type=int, default=50, help="event size (default 50)")
+    dl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="strategy parameter (repeatable)")
+    dl.add_argument("--json", action="store_true", help="print the JSON contract")
+    dl.set_defaults(func=cmd_deliver)
+
+    run = sub.add_parser("run", help="run an experiment spec (TOML path or shipped name)")
+    run.add_argument("spec", help="spec file, or a shipped spec name (stackcast list experiments)")
+    run.add_argument("--engine", choices=["spark", "local"], default="spark",
+                     help="spark (default; embedded local[*] unless --master) or local")
+    run.add_argument("--master", help="Spark master URL (default local[*])")
+    run.add_argument("--out", help="results directory (default results/<experiment>)")
+    run.add_argument("--resume", action="store_true", help="skip cells already finished")
+    run.add_argument("--report", action="store_true", help="write the report afterwards")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--trace", metavar="FILE",
+                     help="also write the control state and encoded packets of the first "
+                          "cell(s) as JSON Lines, for stackcast hil replay")
+    run.add_argument("--trace-cells", type=int, default=1,
+                     help="cells to trace, in grid order (default 1)")
+    run.add_argument("--trace-notifications", type=int, default=200,
+                     help="notifications traced per cell at most (default 200)")
+    run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="Markdown tables and PNG plots from a results directory")
+    rep.add_argument("dir", help="results directory written by stackcast run")
+    rep.add_argument("--out", help="where to write (default DIR/report)")
+    rep.add_argument("--engine", choices=["local", "spark"], default="local",
+                     help="aggregate in-process (default) or with Spark")
+    rep.add_argument("--master", help="Spark master URL for --engine spark")
+    rep.set_defaults(func=cmd_report)
+
+    bench = sub.add_parser("bench", help="the speed suite (static engine, VT encoder, timed "
+                                         "engine, Spark; ch6-churn end to end on demand), each "
+                                         "figure with its ratio to a same-run reference")
+    bench.add_argument("target", nargs="?", default="suite",
+                       choices=["suite", "static", "encoder", "timed", "spark", "ch6"],
+                       help="suite (default: static, encoder, timed, spark), one item, or ch6 "
+                            "(wall time of experiments/specs/ch6-churn.toml on local[2]; long)")
+    bench.add_argument("--items", help="suite: comma-separated items (static, encoder, timed, "
+                                       "spark, ch6)")
+    bench.add_argument("--fraction", type=float, default=1.0,
+                       help="ch6: run this deterministic fraction of the cells and extrapolate "
+                            "(default 1: the whole spec)")
+    bench.add_argument("--notifications", type=int, default=400,
+                       help="static: notifications per fast batch (default 400)")
+    bench.add_argument("--quiet", action="store_true", help="no progress bar")
+    bench.add_argument("--topology", help="timed: topology spec (default the 255-switch "
+                                          "jellyfish of seed 000 ch. 3)")
+    bench.add_argument("--strategy", default="switch-port", help="timed: strategy under load")
+    bench.add_argument("--publishers", type=int, default=64, help="timed: publishing hosts")
+    bench.add_argument("--rate-hz", type=float, default=100.0,
+                       help="timed: notifications/s per publisher")
+    bench.add_argument("--duration-s", type=float, default=None,
+                       help="timed: simulated seconds of publishing (default 0.2)")
+    bench.add_argument("--cells", type=int, default=12,
+                       help="cells of the CPU-bound sweep (default 12)")
+    bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
+    bench.add_argument("--json", action="store_true", help="machine-readable output")
+    bench.set_defaults(func=cmd_bench)
+    rec = sub.add_parser("recommend", help="pick the virtual-tree strategy with the smallest "
+                                           "expected header for a network (seed 000 §7.2)")
+    rec.add_argument("--topology", required=True, help="topology spec, e.g. zoo:Dfn")
+    rec.add_argument("--scenario", required=True, choices=["uniform", "nearby", "distant"],
+                     help="client migration scenario")
+    rec.add_argument("--churn", type=float, required=True, help="churn in percent (0-100)")
+    rec.add_argument("--subscribers", type=float, default=30.0,
+                     help="subscribers per publisher in percent (default 30)")
+    rec.add_argument("--results", default="results/ch6-best-strategies",
+                     help="results of a clustered sweep to learn from "
+                          "(default results/ch6-best-strategies)")
+    rec.add_argument("--k", type=int, default=3, help="neighbours of the k-NN model (default 3)")
+    rec.add_argument("--json", action="store_true", help="machine-readable output")
+    rec.set_defaults(func=cmd_recommend)
+
+    from experiments.cli.hil import add_hil_parser
+
+    add_hil_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except (CliError, SpecError, FileNotFoundError) as exc:
+        print(f"stackcast: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ValueError as exc:  # validation errors from strategies and codecs
+        print(f"stackcast: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("stackcast: interrupted (finished cells are kept; rerun with --resume)",
+              file=sys.stderr)
+        return 130
+

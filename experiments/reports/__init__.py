@@ -1,0 +1,1 @@
+"""Reports and analyses of a results directory."""

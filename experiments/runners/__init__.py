@@ -1,0 +1,1 @@
+"""Runners: where cells run (in-process or on Spark)."""

@@ -1,0 +1,27 @@
+"""The local engine: cells run one after another in this process."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from tqdm import tqdm
+
+from experiments.cells.pipeline import run_cell
+from experiments.cells.spec import ExperimentSpec
+from experiments.storage.results import is_done, write_cell
+from sim.dataplanes.seeds import canonical_json
+
+log = logging.getLogger(__name__)
+
+
+def run_local(spec: ExperimentSpec, out: str | Path, resume: bool = False,
+              progress: bool = True) -> dict[str, int]:
+    """Run every cell of ``spec`` into ``out``; returns counts of cells run and skipped."""
+    cells = spec.cells()
+    todo = [c for c in cells if not (resume and is_done(out, c))]
+    spec_json = canonical_json(spec.canonical())
+    log.info("%s: %d cells, %d to run", spec.name, len(cells), len(todo))
+    for cell in tqdm(todo, desc=spec.name, unit="cell", disable=not progress):
+        write_cell(out, cell, run_cell(cell), spec_json)
+    return {"cells": len(cells), "ran": len(todo), "skipped": len(cells) - len(todo)}

@@ -1,0 +1,428 @@
+"""The Spark engine: cells in cost-balanced partitions, one Parquet file per cell.
+
+Design
+------
+Distribution
+    The driver expands the (already validated) spec into cells, drops those
+    already finished when resuming, and packs the rest into partitions with
+    greedy longest-processing-time scheduling on :meth:`Cell.cost` (largest
+    first, always into the lightest partition), so one large topology does
+    not leave a straggler behind. The units placed are groups of related
+    cells (:func:`affinity`: e.g. the churn levels of one seed, topology and
+    strategy), which then run one after the other in one task and reuse the
+    worker process's caches (population plans, virtual-tree installs, table
+    lookups). There are ``PARTITIONS_PER_SLOT`` x ``defaultParallelism``
+    partitions (at least one per ``MAX_CELLS_PER_PARTITION`` cells, at most
+    one per cell); each partition is one element of
+    ``sc.parallelize(partitions, numSlices=len(partitions))``, i.e. one task,
+    and runs with ``mapPartitions``.
+
+Output and exactly-once rows
+    Each task runs its cells with :func:`experiments.cells.pipeline.run_cell` (the
+    same function as the local engine, hence identical rows) and writes each
+    cell itself with :func:`experiments.storage.results.write_cell`: a temporary file
+    renamed into ``OUT/experiment=X/strategy=Y/cell-<id>.parquet``. A cell's
+    file name depends only on the cell, and the rename is atomic, so a retried
+    task, a speculative copy, a lost executor or a rerun replaces the file
+    with identical content: every cell has exactly one row set, never zero
+    after success, never two. Tasks return only ``(cell_id, rows)``; the
+    driver checks that every cell answered and has its file. ``resume=True``
+    skips cells whose file exists (complete by construction; hidden
+    ``.cell-*.tmp`` left by a killed writer are ignored by Spark and pyarrow).
+    ``OUT`` must be a path every executor sees at the same place (the local
+    disk for ``local[*]``; NFS or another shared mount on a cluster).
+
+Schema
+    :func:`spark_schema` maps :data:`experiments.cells.schema.ROWS` to a
+    ``StructType`` in one function; Spark reads the dataset with it, so both
+    engines see the same columns and types (Spark reports every column of a
+    file source as nullable). ``experiment`` and ``strategy`` are also the
+    hive partition columns.
+
+Aggregation
+    :func:`aggregate_spark` groups by :data:`POINT_COLUMNS` with Spark SQL
+    (``count``, ``avg``, ``stddev_samp``; std 0 when a point has one row;
+    ``ci95 = 1.96 std / sqrt(n)``) and returns the list of dicts of
+    :func:`experiments.reports.report.aggregate_local`, in the same order.
+
+Progress
+    A driver thread polls the expected cell files (a file counts once it is
+    new or replaced since the run started) and drives a tqdm bar: cells done /
+    total, rate and ETA.
+
+Test hooks (environment, read on the driver when a run starts, passed to tasks)
+    ``STACKCAST_FAIL_ONCE_DIR=DIR``: a cell whose marker ``DIR/<cell_id>.arm``
+    exists raises :class:`InjectedFailure` right after writing its file, once:
+    the marker is renamed to ``<cell_id>.fired`` first, so the retry succeeds.
+    ``STACKCAST_CELL_SLEEP_S=S``: each cell sleeps ``S`` seconds before it
+    runs (to make a run last long enough to be interrupted).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from experiments.cells.pipeline import run_cell
+from experiments.cells.schema import ROWS, TIMED_ROWS, metric_columns, point_columns
+from experiments.cells.spec import Cell, ExperimentSpec
+from experiments.runners.spark_session import DEFAULT_MASTER, require_spark, spark_session
+from experiments.storage.results import cell_path, dataset_schema, is_done, write_cell
+from sim.dataplanes.seeds import canonical_json
+
+log = logging.getLogger(__name__)
+
+PARTITIONS_PER_SLOT = 3
+MAX_CELLS_PER_PARTITION = 64
+FAIL_ONCE_ENV = "STACKCAST_FAIL_ONCE_DIR"
+CELL_SLEEP_ENV = "STACKCAST_CELL_SLEEP_S"
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by the ``STACKCAST_FAIL_ONCE_DIR`` test hook."""
+
+
+# -- schema -------------------------------------------------------------------------
+
+def spark_type(arrow_type: pa.DataType) -> Any:
+    """The Spark SQL type of an Arrow type (the types :data:`ROWS` may use)."""
+    from pyspark.sql import types as T
+
+    simple = {
+        pa.string(): T.StringType(), pa.large_string(): T.StringType(),
+        pa.bool_(): T.BooleanType(), pa.int8(): T.ByteType(), pa.int16(): T.ShortType(),
+        pa.int32(): T.IntegerType(), pa.int64(): T.LongType(), pa.float32(): T.FloatType(),
+        pa.float64(): T.DoubleType(), pa.binary(): T.BinaryType(),
+    }
+    if arrow_type in simple:
+        return simple[arrow_type]
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        item = arrow_type.value_field
+        return T.ArrayType(spark_type(item.type), containsNull=item.nullable)
+    raise TypeError(f"no Spark type for Arrow type {arrow_type}")
+
+
+def spark_schema(schema: pa.Schema = ROWS) -> Any:
+    """The ``StructType`` of an Arrow schema (by default the result rows)."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f.name, spark_type(f.type), nullable=f.nullable)
+                         for f in schema])
+
+
+# -- partitions ---------------------------------------------------------------------
+
+def affinity(cell: Cell) -> tuple[str, ...]:
+    """What a cell shares with others through the per-process caches of a worker.
+
+    Cells that differ only in their receiver level (e.g. the churn levels of
+    one seed, whose workload seed is the same) share the population's plan
+    and, for virtual-tree strategies, the installed state; cells of one
+    topology, workload and seed share the plan. Returns (shared workload,
+    shared state) keys; see :func:`balance`.
+    """
+    workload = (cell.topology, canonical_json(dict(cell.links)),
+                str(_workload_seed(cell)), str(cell.seed))
+    return (*workload, cell.strategy, cell.params_json, str(cell.payload_bytes),
+            canonical_json(dict(cell.delays)), cell.engine, canonical_json(dict(cell.timed)))
+
+
+def _workload_seed(cell: Cell) -> int:
+    from sim.workloads.receivers import receiver_model
+
+    try:
+        return cell.workload_seed_for(receiver_model(cell.receivers))
+    except Exception:  # an invalid receiver spec fails in the cell, with its message
+        return cell.workload_seed
+
+
+def balance(cells: Sequence[Cell], partitions: int) -> list[list[Cell]]:
+    """Greedy LPT over groups of related cells, each into the lightest partition.
+
+    A group is the cells with the same :func:`affinity` (e.g. the churn levels
+    of one seed, topology and strategy), so they run one after the other in
+    one task and reuse the worker's caches; groups are placed by decreasing
+    cost (sum of :meth:`Cell.cost`), each into the currently lightest
+    partition, and a partition runs its groups ordered by workload, then
+    strategy. Deterministic (ties broken by key and partition index); empty
+    partitions are dropped, so at most ``min(partitions, len(cells))`` remain.
+    A group holds at most ``ceil(cells / partitions)`` cells (larger ones are
+    split), so a spec with few groups still spreads over every partition.
+    """
+    if partitions < 1:
+        raise ValueError(f"partitions must be >= 1; got {partitions}")
+    related: dict[tuple[str, ...], list[Cell]] = {}
+    for cell in sorted(cells, key=lambda c: (c.receivers, c.cell_id)):
+        related.setdefault(affinity(cell), []).append(cell)
+    # a group never holds more than its share of one partition (small specs stay parallel)
+    cap = max(1, math.ceil(len(cells) / partitions))
+    groups = {(*key, str(i)): members[i:i + cap]
+              for key, members in related.items() for i in range(0, len(members), cap)}
+    bins: list[list[tuple[tuple[str, ...], list[Cell]]]] = [
+        [] for _ in range(min(partitions, len(groups)))]
+    heap = [(0.0, i) for i in range(len(bins))]
+    for key, group in sorted(groups.items(),
+                             key=lambda kv: (-sum(c.cost() for c in kv[1]), kv[0])):
+        load, i = heapq.heappop(heap)
+        bins[i].append((key, group))
+        heapq.heappush(heap, (load + sum(c.cost() for c in group), i))
+    return [[c for _, group in sorted(b, key=lambda kv: kv[0]) for c in group]
+            for b in bins if b]
+
+
+def partition_count(cells: int, parallelism: int) -> int:
+    """How many partitions to cut ``cells`` cells into for ``parallelism`` task slots."""
+    wanted = max(PARTITIONS_PER_SLOT * max(1, parallelism),
+                 math.ceil(cells / MAX_CELLS_PER_PARTITION))
+    return max(1, min(cells, wanted))
+
+
+# -- the task -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class TaskHooks:
+    """Test hooks, read from the driver's environment (see the module docstring)."""
+
+    fail_once_dir: str | None = None
+    cell_sleep_s: float = 0.0
+
+    @classmethod
+    def from_env(cls) -> TaskHooks:
+        sleep = os.environ.get(CELL_SLEEP_ENV, "").strip()
+        return cls(fail_once_dir=os.environ.get(FAIL_ONCE_ENV) or None,
+                   cell_sleep_s=float(sleep) if sleep else 0.0)
+
+    def before(self, cell: Cell) -> None:
+        if self.cell_sleep_s > 0:
+            time.sleep(self.cell_sleep_s)
+
+    def after_write(self, cell: Cell) -> None:
+        if not self.fail_once_dir:
+            return
+        marker = Path(self.fail_once_dir) / f"{cell.cell_id}.arm"
+        try:
+            os.rename(marker, marker.with_suffix(".fired"))
+        except FileNotFoundError:
+            return
+        raise InjectedFailure(f"injected failure in cell {cell.cell_id} (first attempt)")
+
+
+def run_partition(groups: Iterable[list[Cell]], out: str, spec_json: str,
+                  hooks: TaskHooks = TaskHooks()) -> Iterator[tuple[str, int]]:
+    """Run and write every cell of one partition; yields ``(cell_id, rows)``."""
+    for group in groups:
+        for cell in group:
+            hooks.before(cell)
+            table = run_cell(cell)
+            write_cell(out, cell, table, spec_json)
+            hooks.after_write(cell)
+            yield cell.cell_id, table.num_rows
+
+
+# -- progress -----------------------------------------------------------------------
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+class FileProgress:
+    """Counts cells whose file appeared or was replaced since construction."""
+
+    def __init__(self, out: str | Path, cells: Sequence[Cell], bar: Any,
+                 interval_s: float = 0.5) -> None:
+        self._pending = {c.cell_id: cell_path(out, c) for c in cells}
+        self._before = {cid: _signature(p) for cid, p in self._pending.items()}
+        self._bar = bar
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="stackcast-progress",
+                                        daemon=True)
+
+    def poll(self) -> int:
+        done = [cid for cid, p in self._pending.items()
+                if (sig := _signature(p)) is not None and sig != self._before[cid]]
+        for cid in done:
+            del self._pending[cid]
+        if done:
+            self._bar.update(len(done))
+        return len(done)
+
+    def _loop(self) -> None:
+        # a poll stats every pending file: poll less often while many are pending, so
+        # the driver does not take CPU from the workers (~1 stat per ms at most)
+        while not self._stop.wait(max(self._interval_s, len(self._pending) / 1000)):
+            self.poll()
+
+    def __enter__(self) -> FileProgress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.poll()
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_description(self, desc: str) -> None:
+        pass
+
+    def reset(self, total: int | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+# -- the run ------------------------------------------------------------------------
+
+def _local_path(out: str | Path) -> Path:
+    text = str(out)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    elif "://" in text:
+        raise ValueError(f"--out must be a filesystem path visible to every executor "
+                         f"(a shared mount on clusters); got {text!r}")
+    return Path(text).expanduser().resolve()
+
+
+def run_spark(spec: ExperimentSpec, out: str | Path, resume: bool = False,
+              master: str | None = DEFAULT_MASTER, progress: bool = True, *,
+              spark: Any = None) -> dict[str, int]:
+    """Run every cell of ``spec`` on Spark into ``out``.
+
+    Parameters
+    ----------
+    spec
+        A validated spec (:func:`experiments.cells.spec.load_spec`).
+    out
+        Results directory; must be visible at the same path to every executor.
+    resume
+        Skip cells whose file exists.
+    master
+        Spark master URL; ``None`` uses the one given to ``spark-submit``.
+    progress
+        Draw a progress bar (cells done / total, rate, ETA) on stderr.
+    spark
+        An existing ``SparkSession`` to use (left running); by default one is
+        created for the run and stopped afterwards.
+
+    Returns
+    -------
+    dict
+        ``{"cells": all cells, "ran": cells run now, "skipped": cells already done}``.
+    """
+    root = _local_path(out)
+    cells = list({c.cell_id: c for c in spec.cells()}.values())
+    todo = [c for c in cells if not (resume and is_done(root, c))]
+    counts = {"cells": len(cells), "ran": len(todo), "skipped": len(cells) - len(todo)}
+    log.info("%s: %d cells, %d to run", spec.name, len(cells), len(todo))
+    if not todo:
+        return counts
+    require_spark()  # one clear line before any JVM starts
+    spec_json = canonical_json(spec.canonical())
+    hooks = TaskHooks.from_env()
+    bar: Any = _NoBar()
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"{spec.name} (starting Spark)", unit="cell",
+                   dynamic_ncols=True)
+    try:
+        if spark is not None:
+            _run_cells(spark, todo, root, spec_json, hooks, bar, spec.name)
+        else:
+            with spark_session(master, app_name=f"stackcast {spec.name}") as session:
+                _run_cells(session, todo, root, spec_json, hooks, bar, spec.name)
+    finally:
+        bar.close()
+    return counts
+
+
+def _run_cells(spark: Any, todo: list[Cell], root: Path, spec_json: str, hooks: TaskHooks,
+               bar: Any, name: str) -> None:
+    sc = spark.sparkContext
+    parts = balance(todo, partition_count(len(todo), sc.defaultParallelism))
+    log.info("%d cells in %d partitions (costs %s)", len(todo), len(parts),
+             [round(sum(c.cost() for c in p)) for p in parts])
+    bar.set_description(name)
+    bar.reset(total=len(todo))  # rate and ETA from here, not from the JVM start
+    task = partial(run_partition, out=str(root), spec_json=spec_json, hooks=hooks)
+    sc.setJobDescription(f"stackcast {name}: {len(todo)} cells")
+    with FileProgress(root, todo, bar):
+        answered = sc.parallelize(parts, numSlices=len(parts)).mapPartitions(task).collect()
+    got = {cid for cid, _ in answered}
+    missing = [c.cell_id for c in todo if c.cell_id not in got or not is_done(root, c)]
+    if missing:
+        raise RuntimeError(f"{len(missing)} cells produced no result file, e.g. {missing[0]}")
+    log.info("%d cells, %d rows written under %s", len(got), sum(n for _, n in answered), root)
+
+
+# -- reading and aggregation ------------------------------------------------------------
+
+def _results_root(results_dir: str | Path) -> Path:
+    root = _local_path(results_dir)
+    if not any(root.rglob("cell-*.parquet")):
+        raise FileNotFoundError(f"no results under {str(results_dir)!r}")
+    return root
+
+
+def read_results_spark(spark: Any, results_dir: str | Path) -> Any:
+    """The results dataset as a DataFrame with the explicit :func:`spark_schema`."""
+    root = _results_root(results_dir)
+    schema = dataset_schema(root)
+    frame = spark.read.schema(spark_schema(schema)).option("basePath", str(root)).parquet(str(root))
+    return frame.select(*schema.names)  # partition columns back in their schema position
+
+
+def aggregate_frame(df: Any) -> list[dict[str, Any]]:
+    """Per parameter point: count, mean, std (0 for n == 1) and 95 % CI half-width."""
+    from pyspark.sql import functions as F
+
+    schema = TIMED_ROWS if "timed" in df.columns else ROWS
+    points, metrics = point_columns(schema), metric_columns(schema)
+    n = F.count(F.lit(1))
+    aggs = [n.alias("count")]
+    for m in metrics:
+        std = F.when(n > 1, F.stddev_samp(F.col(m).cast("double"))).otherwise(F.lit(0.0))
+        aggs += [F.avg(F.col(m).cast("double")).alias(f"{m}_mean"), std.alias(f"{m}_std"),
+                 (F.lit(1.96) * std / F.sqrt(n.cast("double"))).alias(f"{m}_ci95")]
+    rows = df.groupBy(*points).agg(*aggs).collect()
+    out = []
+    for row in rows:
+        rec = row.asDict()
+        rec["count"] = int(rec["count"])
+        rec["payload_bytes"] = int(rec["payload_bytes"])
+        out.append({k: rec[k] for k in [*points, "count"]}
+                   | {k: float(v) for k, v in rec.items()
+                      if k not in points and k != "count"})
+    out.sort(key=lambda r: tuple(r[c] for c in points))
+    return out
+
+
+def aggregate_spark(results_dir: str | Path, master: str | None = DEFAULT_MASTER, *,
+                    spark: Any = None) -> list[dict[str, Any]]:
+    """Aggregate a results directory with Spark; same output as ``aggregate_local``."""
+    if spark is not None:
+        return aggregate_frame(read_results_spark(spark, results_dir))
+    _results_root(results_dir)  # fail before any JVM starts
+    with spark_session(master, app_name="stackcast report") as session:
+        return aggregate_frame(read_results_spark(session, results_dir))

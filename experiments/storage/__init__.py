@@ -1,0 +1,1 @@
+"""Results on disk: the Parquet dataset."""

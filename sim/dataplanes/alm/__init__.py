@@ -1,0 +1,1 @@
+"""Application-layer multicast: switches that hand frames to attached brokers."""

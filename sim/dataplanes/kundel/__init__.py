@@ -1,0 +1,1 @@
+"""Kundel et al.'s in-network content filters (seed 002)."""

@@ -1,0 +1,1 @@
+"""Plain L2 forwarding and IP-style multicast groups (the classic baselines)."""

@@ -1,0 +1,1 @@
+"""Neighbour and destination labels of the stored-tree strategies hops/destinations (seed 000 §4.2)."""

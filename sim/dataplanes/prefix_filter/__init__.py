@@ -1,0 +1,1 @@
+"""Prefix (dz) content filters of PLEROMA (seeds 001-002)."""

@@ -1,0 +1,454 @@
+"""Virtual-tree label program (tree / hop / stop labels), pass by pass.
+
+Reference model of ``p4/virtual_tree.p4``: the seed 000 ch. 5 P4_16 program
+(Listings 5.1-5.5), which is also the P4 implementation of the ch. 4 *tree*
+and *hybrid* strategies (§4.3.2: bitmasks for tree and hop labels, with the
+served-ports mask of ch. 5 instead of "batch stack scanning").
+
+Frame: Ethernet (EtherType 0x9999) | Size (16) | labels (16 each) | payload;
+a label is a 2-bit type (``01`` hop, ``10`` stop, ``11`` tree) and a 14-bit
+id (:mod:`sim.dataplanes.virtual_tree.codec`). Hop and stop ids are the
+topology's undirected ``edge_id``; tree ids are chosen by the control plane.
+
+Tables (fully qualified P4 names; key ``meta.label`` is the label that
+``act_read_entry`` copied from ``hdr.stack[meta.stack_index]``):
+
+=============================  =====================================  =========================
+table / key                    action(params)                         entries per switch
+=============================  =====================================  =========================
+``check_hop``  label exact     ``set_hop_port(port)``: set the port's  one per port (incident
+                               bit in ``remaining_ports``, set          edge, host links too)
+                               ``remove_flag`` (hop labels are
+                               consumed)
+``check_tree`` label exact     ``set_tree_ports(ports)``: OR the       one per stored tree on
+                               stored 64-bit mask into                  the switch
+                               ``remaining_ports`` (tree labels are
+                               kept); or ``set_tree_group(group)``:
+                               hand the packet to the PRE
+``check_stop`` label exact,    ``stop_clone()``: drop this clone       one per port
+``meta.clone_port`` exact
+``extract_port``               ``set_port(port)``: the lowest 1-bit    one ternary entry per port
+``remaining_ports`` ternary    of ``remaining_ports``                   (value ``1<<(p-1)``, mask
+                                                                        ``(1<<p)-1``)
+=============================  =====================================  =========================
+
+Clone sessions: one per port, session id = port (BMv2 ``mirroring_add``).
+
+One pass of the *original* (ingress, then egress):
+
+1. read ``L[stack_index]``; if ``remaining_ports == 0`` apply ``check_hop``,
+   on a miss ``check_tree`` (short-circuit ``||`` of Listing 5.4);
+2. if ``remaining_ports != 0``: ``extract_port`` gives the next port ``p``;
+   clear its bit; clone to ``p`` unless ``p`` is in ``served_ports`` or is
+   the ingress port (then set its bit in ``served_ports``) - one clone per
+   pass;
+3. if the mask is empty and this was the last label, drop the original;
+4. egress: if ``remove_flag``, remove the label (hop consumed), else if the
+   mask is empty advance ``stack_index``; recirculate.
+
+A *clone* made at label ``i`` leaves the creating pass with the same stack
+edit as the original (a consumed hop label is removed in the clone too), then
+recirculates once per remaining label after ``i``, applying ``check_stop``
+with its port: a hit drops it, otherwise it leaves on its port when the stack
+is exhausted. So a stop label is seen only by clones made by earlier labels,
+which is why encoders put trees first, then stops, then hops.
+
+Pass trace (``PipelineResult.pass_parents``): the original's passes come
+first (a chain); then each clone's or replica's passes, the first spawned by
+the pass that made it; a copy leaves after its last pass.
+
+Deviations from the thesis listings (all flagged [BUG]/[R] in the digest):
+
+- The original is dropped in ingress in the pass that finishes its last label
+  (Listing 5.4 tests ``num_entries == 0``, which never holds when tree labels
+  are kept).
+- Clones do not inherit ``remaining_ports`` (their field list omits it), so a
+  clone made in the middle of a multi-port tree label advances normally.
+- ``remove_flag`` is per pass (not preserved across recirculation).
+- ``act_read_entry`` / ``remove_entry`` use a run-time stack index (BMv2
+  accepts it), so they are actions, not tables, and cost no lookup.
+- ``set_tree_group`` (multicast-group variant of stored trees, seed 000
+  §4.2.3) is an addition: the PRE replicates the packet to the group's ports
+  in one pass (minus the ingress port and served ports, dropped in egress);
+  every replica then behaves like a clone made at that label, and the
+  original ends there (labels after it are not applied at this switch).
+- A packet that is not 0x9999, has ``Size == 0`` or is shorter than its
+  ``Size`` is rejected by the parser and dropped (one pass, no lookup).
+
+References
+----------
+Seed 000 §4.3.2 (Fig. 4.4, hybrid P4 program), §5.2.4-5.2.6 (labels,
+Listings 5.1-5.5); digest ch. 1-4 §3.9, §9 and ch. 5-7 §1.2-1.5.4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sim.dataplanes.control_state import (
+    CloneSession,
+    Exact,
+    StateBuilder,
+    SwitchConfig,
+    TableEntry,
+    Ternary,
+)
+from sim.dataplanes.packet import Packet
+from sim.dataplanes.pipeline import DATAPLANES, Emit, PipelineResult
+from sim.dataplanes.virtual_tree.codec import (
+    KIND_HOP,
+    KIND_STOP,
+    KIND_TREE,
+    LabelFormat,
+    StackDecodeError,
+)
+from topologies.model import Topology
+
+CHECK_HOP = "MyIngress.check_hop"
+CHECK_TREE = "MyIngress.check_tree"
+CHECK_STOP = "MyIngress.check_stop"
+EXTRACT_PORT = "MyIngress.extract_port"
+SET_HOP_PORT = "MyIngress.set_hop_port"
+SET_TREE_PORTS = "MyIngress.set_tree_ports"
+SET_TREE_GROUP = "MyIngress.set_tree_group"
+STOP_CLONE = "MyIngress.stop_clone"
+SET_PORT = "MyIngress.set_port"
+KEY_LABEL = "meta.label"
+KEY_CLONE_PORT = "meta.clone_port"
+KEY_REMAINING = "meta.remaining_ports"
+
+DEFAULT_FORMAT = LabelFormat()
+
+
+# -- rules (the control-plane side of the program) ----------------------------
+
+
+def hop_label(fmt: LabelFormat, edge_id: int) -> int:
+    return fmt.label(KIND_HOP, edge_id, "hop label edge id")
+
+
+def stop_label(fmt: LabelFormat, edge_id: int) -> int:
+    return fmt.label(KIND_STOP, edge_id, "stop label edge id")
+
+
+def tree_label(fmt: LabelFormat, tree_id: int) -> int:
+    return fmt.label(KIND_TREE, tree_id, "tree id")
+
+
+def hop_entry(fmt: LabelFormat, edge_id: int, port: int) -> TableEntry:
+    """``check_hop``: hop label of ``edge_id`` -> clone to ``port`` and consume it."""
+    fmt.port_bit(port)
+    return TableEntry(CHECK_HOP, ((KEY_LABEL, Exact(hop_label(fmt, edge_id))),), SET_HOP_PORT,
+                      (("port", port),))
+
+
+def stop_entry(fmt: LabelFormat, edge_id: int, port: int) -> TableEntry:
+    """``check_stop``: stop label of ``edge_id`` seen by a clone for ``port`` -> drop it."""
+    return TableEntry(CHECK_STOP, ((KEY_LABEL, Exact(stop_label(fmt, edge_id))),
+                                   (KEY_CLONE_PORT, Exact(port))), STOP_CLONE)
+
+
+def tree_ports_entry(fmt: LabelFormat, tree_id: int, ports: Iterable[int]) -> TableEntry:
+    """``check_tree``: tree label -> OR the stored port bitmask into ``remaining_ports``."""
+    return TableEntry(CHECK_TREE, ((KEY_LABEL, Exact(tree_label(fmt, tree_id))),),
+                      SET_TREE_PORTS, (("ports", fmt.port_mask(ports)),))
+
+
+def tree_group_entry(fmt: LabelFormat, tree_id: int, group: int) -> TableEntry:
+    """``check_tree``: tree label -> multicast group ``group`` (PRE replication)."""
+    return TableEntry(CHECK_TREE, ((KEY_LABEL, Exact(tree_label(fmt, tree_id))),),
+                      SET_TREE_GROUP, (("group", group),))
+
+
+def extract_port_entries(fmt: LabelFormat, ports: Iterable[int]) -> list[TableEntry]:
+    """``extract_port``: one ternary entry per port, matching "lowest 1-bit is port p"."""
+    out = []
+    for p in sorted(ports):
+        bit = fmt.port_bit(p)
+        out.append(TableEntry(EXTRACT_PORT, ((KEY_REMAINING, Ternary(bit, (bit << 1) - 1)),),
+                              SET_PORT, (("port", p),), priority=fmt.bitmask_bits - p + 1))
+    return out
+
+
+def install_port_rules(builder: StateBuilder, topology: Topology, switch: str, fmt: LabelFormat,
+                       *, hops: bool = True, stops: bool = True, extract: bool = True) -> None:
+    """Install the per-port rules of ``switch``: hop and stop rules (one per incident
+    edge), the ``extract_port`` helpers and one clone session per port.
+
+    Raises
+    ------
+    FieldRangeError
+        If the switch has more ports than ``bitmask_bits`` or an edge id does
+        not fit the label id field.
+    """
+    ports = topology.ports(switch)
+    for port, info in ports.items():
+        fmt.port_bit(port)
+        if hops:
+            builder.add_entry(switch, hop_entry(fmt, info.link.edge_id, port))
+        if stops:
+            builder.add_entry(switch, stop_entry(fmt, info.link.edge_id, port))
+        builder.add_clone_session(switch, port, port)
+    if extract:
+        for entry in extract_port_entries(fmt, ports):
+            builder.add_entry(switch, entry)
+
+
+# -- the data plane -----------------------------------------------------------
+
+
+class VirtualTreeDataPlane:
+    """Pass-by-pass model of the tree/hop/stop label program.
+
+    Parameters
+    ----------
+    fmt : LabelFormat
+        Field widths and EtherType (defaults: the thesis's 16/2/16/64, 0x9999).
+    """
+
+    name = "virtual_tree"
+
+    def __init__(self, fmt: LabelFormat = DEFAULT_FORMAT) -> None:
+        self.fmt = fmt
+
+    def process(self, switch: str, config: SwitchConfig, packet: Packet,
+                in_port: int) -> PipelineResult:
+        fmt = self.fmt
+        if packet.ethertype != fmt.ethertype:
+            return _reject()
+        try:
+            labels, payload = fmt.split_body(packet.header, packet.payload)
+        except StackDecodeError:
+            return _reject()
+        if not labels:
+            return _reject()
+        memo = _memo(config, fmt)
+        hops, trees, stops, extract = memo.hop, memo.tree, memo.stop, memo.extract
+        stack = list(labels)
+        n_labels = len(stack)
+        index = remaining = served = 0
+        passes = lookups = drops = 0
+        # clones: (pass that made it, egress port, its stack, first label it scans)
+        clones: list[tuple[int, int, list[int], int]] = []
+        active = memo.active
+        while True:
+            if remaining == 0 and active is not None:
+                # labels that miss check_hop and check_tree: one pass and two lookups
+                # each, nothing else (the pass below, in fewer steps)
+                label = stack[index]
+                while label not in active and index + 1 < n_labels:
+                    passes += 1
+                    lookups += 2
+                    index += 1
+                    label = stack[index]
+            passes += 1
+            label = stack[index]
+            remove = False
+            if remaining == 0:
+                lookups += 1
+                bit = hops.get(label, _MISS)
+                if bit is _MISS:
+                    bit = hops[label] = memo.hop_bit(label)
+                if bit is not None:
+                    remaining |= bit
+                    remove = True
+                else:
+                    lookups += 1
+                    hit = trees.get(label, _MISS)
+                    if hit is _MISS:
+                        hit = trees[label] = memo.tree_entry(label)
+                    if hit is not None and hit.action == SET_TREE_GROUP:
+                        drops += self._replicate(switch, config, hit.param("group"), in_port,
+                                                 served, passes, stack, index, clones)
+                        break
+                    if hit is not None:
+                        remaining |= hit.param("ports")
+            if remaining:
+                lookups += 1
+                got = extract.get(remaining)
+                if got is None:
+                    got = extract[remaining] = memo.extract_port(switch, remaining)
+                port, bit = got
+                remaining &= ~bit
+                if not served & bit and port != in_port:
+                    served |= bit
+                    session = _session(switch, config, port)
+                    if remove:
+                        clones.append((passes, session.port, stack[:index] + stack[index + 1:],
+                                       index))
+                    else:
+                        clones.append((passes, session.port, list(stack), index + 1))
+            if remaining == 0 and index + 1 >= n_labels:
+                drops += 1  # original: every label seen, mask empty
+                break
+            if remove:
+                del stack[index]
+                n_labels -= 1
+            elif remaining == 0:
+                index += 1
+        emitted: list[Emit] = []
+        parents = [-1, *range(passes - 1)]  # pass trace: the original's passes first
+        stop_sets = memo.stop_sets
+        for made, port, cstack, start in clones:
+            # one pass per label from ``start``, each a check_stop lookup, until a hit
+            end = len(cstack)
+            dropped = False
+            if stop_sets is not None:
+                stopping = stop_sets.get(port)
+                if stopping:
+                    for j in range(start, end):
+                        if cstack[j] in stopping:
+                            end, dropped = j + 1, True
+                            break
+            else:
+                for j in range(start, end):
+                    key = (cstack[j], port)
+                    stopped = stops.get(key)
+                    if stopped is None:
+                        stopped = stops[key] = config.lookup(CHECK_STOP, *key) is not None
+                    if stopped:
+                        end, dropped = j + 1, True
+                        break
+            k = max(0, end - start)
+            depth = made + k
+            passes += k
+            lookups += k
+            last = made - 1  # index of the pass that made the clone
+            if k:  # a chain: each pass follows the previous one
+                base = len(parents)
+                parents.append(last)
+                parents.extend(range(base, base + k - 1))
+                last = base + k - 1
+            if dropped:
+                drops += 1
+            else:
+                emitted.append(Emit(port, Packet(packet.dst_mac, packet.src_mac,
+                                                 packet.ethertype, fmt.encode(cstack), payload),
+                                    depth, last))
+        emitted.sort(key=lambda e: e.depth)
+        return PipelineResult(passes=passes, recirculations=passes - 1, lookups=lookups,
+                              emitted=tuple(emitted), dropped=drops, pass_parents=tuple(parents))
+
+    def _replicate(self, switch: str, config: SwitchConfig, group_id: int, in_port: int,
+                   served: int, made: int, stack: list[int], index: int,
+                   clones: list[tuple[int, int, list[int], int]]) -> int:
+        """PRE replication for ``set_tree_group``; returns the replicas dropped in egress."""
+        group = config.multicast_groups.get(group_id)
+        if group is None:
+            raise LookupError(f"{switch}: multicast group {group_id} not installed")
+        dropped = 0
+        for port in group.ports:
+            if port == in_port or served & self.fmt.port_bit(port):
+                dropped += 1
+                continue
+            clones.append((made, port, list(stack), index + 1))
+        return dropped
+
+
+_MISS: Any = object()
+_MEMO_LIMIT = 4096
+
+
+class _Memo:
+    """Table lookups of one :class:`SwitchConfig` under one :class:`LabelFormat`.
+
+    A table whose entries all match exactly on every field answers like
+    ``config.lookup``: the first installed entry with the key, if any. Such
+    tables are read once into dictionaries (``check_hop`` / ``check_tree``:
+    label -> entry; ``check_stop``: clone port -> labels that stop it); any
+    other table goes through ``config.lookup``, memoised. Derived values
+    (port bits) are computed on first use, so errors surface exactly when the
+    model would raise them.
+    """
+
+    __slots__ = ("config", "fmt", "hop", "tree", "stop_sets", "stop", "extract", "active",
+                 "_hop_entries", "_tree_entries")
+
+    def __init__(self, config: SwitchConfig, fmt: LabelFormat) -> None:
+        self.config = config
+        self.fmt = fmt
+        self.hop: dict[int, int | None] = {}  # hop label -> port bit (None: miss)
+        self.tree: dict[int, TableEntry | None] = {}
+        self.stop: dict[tuple[int, int], bool] = {}  # (label, clone port) -> hit
+        self.extract: dict[int, tuple[int, int]] = {}  # remaining ports -> (port, bit)
+        self._hop_entries = _exact_index(config, CHECK_HOP, 1)
+        self._tree_entries = _exact_index(config, CHECK_TREE, 1)
+        #: labels that hit check_hop or check_tree (None: not both all-exact)
+        self.active: frozenset[int] | None = None
+        if self._hop_entries is not None and self._tree_entries is not None:
+            self.active = frozenset(k[0] for k in self._hop_entries) | frozenset(
+                k[0] for k in self._tree_entries)
+        stops = _exact_index(config, CHECK_STOP, 2)
+        #: clone port -> labels that stop it (None: check_stop is not all-exact)
+        self.stop_sets: dict[int, frozenset[int]] | None = None
+        if stops is not None:
+            sets: dict[int, set[int]] = {}
+            for label, port in stops:
+                sets.setdefault(port, set()).add(label)
+            self.stop_sets = {p: frozenset(s) for p, s in sets.items()}
+
+    def hop_bit(self, label: int) -> int | None:
+        if self._hop_entries is not None:
+            hit = self._hop_entries.get((label,))
+        else:
+            hit = self.config.lookup(CHECK_HOP, label)
+        return None if hit is None else self.fmt.port_bit(hit.param("port"))
+
+    def tree_entry(self, label: int) -> TableEntry | None:
+        if self._tree_entries is not None:
+            return self._tree_entries.get((label,))
+        return self.config.lookup(CHECK_TREE, label)
+
+    def extract_port(self, switch: str, remaining: int) -> tuple[int, int]:
+        hit = self.config.lookup(EXTRACT_PORT, remaining)
+        if hit is None:
+            raise LookupError(f"{switch}: {EXTRACT_PORT} has no entry for bitmask "
+                              f"{remaining:#x}")
+        port = hit.param("port")
+        return port, self.fmt.port_bit(port)
+
+
+def _exact_index(config: SwitchConfig, table: str, width: int
+                 ) -> dict[tuple[int, ...], TableEntry] | None:
+    """Key -> first entry of ``table`` if every entry matches exactly on ``width``
+    fields (what ``config.lookup`` answers), else None."""
+    out: dict[tuple[int, ...], TableEntry] = {}
+    for entry in config.tables.get(table, ()):
+        if len(entry.match) != width or not all(type(m) is Exact for _, m in entry.match):
+            return None
+        out.setdefault(tuple(m.value for _, m in entry.match), entry)  # type: ignore[union-attr]
+    return out
+
+
+_memos: dict[int, _Memo] = {}
+
+
+def clear_lookup_memo() -> None:
+    """Forget the memoised lookups of every configuration."""
+    _memos.clear()
+
+
+def _memo(config: SwitchConfig, fmt: LabelFormat) -> _Memo:
+    """The lookup memo of ``config`` under ``fmt`` (both are immutable)."""
+    memo = _memos.get(id(config))
+    if memo is None or memo.config is not config or (memo.fmt is not fmt and memo.fmt != fmt):
+        if len(_memos) >= _MEMO_LIMIT:
+            _memos.clear()
+        memo = _memos[id(config)] = _Memo(config, fmt)
+    return memo
+
+
+def _session(switch: str, config: SwitchConfig, port: int) -> CloneSession:
+    session = config.clone_sessions.get(port)
+    if session is None:
+        raise LookupError(f"{switch}: no clone session {port} (install one per port)")
+    return session
+
+
+def _reject() -> PipelineResult:
+    return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1,
+                          pass_parents=(-1,))
+
+
+DATAPLANES.add(VirtualTreeDataPlane.name, VirtualTreeDataPlane())

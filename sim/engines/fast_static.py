@@ -1,0 +1,576 @@
+"""Fast path of the static engine for tree-walking label stacks: the same counts in closed form.
+
+The pass-by-pass engine (:func:`sim.engines.static.run_notification` with the data
+planes of :mod:`sim.dataplanes`) stays the definition. For the families whose
+walk is fully determined by the delivery tree, this module computes what that
+walk yields (deliveries, frames and bytes per directed link, passes,
+recirculations, lookups and the thesis's simplified circulations per switch,
+drops, header sizes, first arrival times) with numpy over the shortest-path
+tree, for a batch of notifications at once:
+
+``switch-bitmask`` (reactive pruning, seed 000 §3.3.2, digest §3.3, §3.11)
+    One entry per tree switch in preorder; ``pos(u)`` its index. Switch ``u``
+    pops ``q_u = pos(u) - pos(parent) - 1`` foreign entries, then serves its
+    ``m_u`` tree children one set bit per pass: ``q_u + m_u`` passes,
+    ``q_u + 2 m_u`` lookups, ``m_u`` simplified circulations; the copy for
+    the j-th child (port order) leaves after pass ``q_u + j`` and carries the
+    ``L - 1 - pos(u)`` entries after ``u``'s own.
+``switch-port`` (seed 000 §3.3.1, Listing 3.3, digest §3.2)
+    One entry per tree edge in preorder. Predictive pruning: ``u`` receives
+    the ``L_u`` entries of its subtree, scans them one per pass, and each
+    copy recirculates over the ``L_u - 1 - p_j`` entries after its own entry
+    ``p_j``; every copy leaves after pass ``L_u`` and carries its child's
+    subtree. Reactive: ``u`` receives every entry after its parent's entry
+    for it; copies leave right after the pass that made them.
+``hops`` (seed 000 §4.2.1, digest §3.6)
+    The tree's nodes in preorder (root omitted); like predictive switch-port
+    except that a copy stops looking up labels at the next neighbour label.
+
+How: per topology, the spanning shortest-path tree from every root switch
+(the tree of :func:`sim.dataplanes.trees.shortest_path_tree`, hosts as leaves) is laid
+out once in preorder with children in port order, so a subtree is an index
+range. A notification's delivery tree is the set of nodes whose range holds
+a receiver (prefix sums over the receivers), its stack positions are prefix
+sums over that set, and every count above is a gather or a ``bincount`` over
+the tree's nodes, for a batch of notifications at once. Where numba is
+installed, :mod:`sim.engines.fast_static_jit` computes the same in one compiled loop
+per notification (``impl="jit"``, the default then; ``impl="numpy"`` or
+``STACKCAST_NO_JIT=1`` forces the array version); both are property-tested.
+
+Link delays and the analytic delay model of seed 000 §3.5.4 are applied in
+exactly the reference's order of floating-point operations, so arrival
+times are bit-identical. Anything outside these cases (Steiner trees, other
+stack orders, oversized stacks, receiver sets with the publisher, broker or
+replying hosts) is left to the reference: :meth:`FastStatic.metrics`
+returns ``None`` for such a notification. ``tests/sim/test_fast_static.py``
+checks on random topologies, receiver sets and entry kinds that
+:meth:`FastStatic.delivery` equals :func:`sim.engines.static.run_notification`
+exactly and that :meth:`FastStatic.metrics` equals :func:`row_metrics` of
+the reference delivery.
+
+References
+----------
+Seed 000 §3.3.1-3.3.2, §3.5.4, §4.2.1; digest ch. 1-4 §3.2-3.3, §3.6,
+§3.11, §7.7-7.10, §7.16; shared/DESIGN.md "Data planes" (fast paths must be
+property-tested against the pass-by-pass model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
+from sim.engines.static import DelayModel, Delivery, SwitchCount, run_notification
+from strategies.base import Strategy
+from topologies.model import Topology
+
+#: Notifications per numpy batch (memory ~ BATCH x nodes x 40 B).
+BATCH = 256
+
+#: The per-notification metrics the cell rows use, in row order.
+METRIC_KEYS = ("delivered", "false_positives", "false_negatives", "duplicates",
+               "header_entries", "header_bytes", "packets_sent", "frames", "bytes", "passes",
+               "recirculations", "lookups", "circulations_simplified", "max_switch_passes",
+               "delay_worst_ms", "link_false_positives")
+
+
+def row_metrics(delivery: Delivery, link_waste: bool = True) -> dict[str, Any]:
+    """The per-notification row metrics of a reference :class:`~sim.engines.static.Delivery`
+    (``link_waste=False`` leaves out ``link_false_positives``, the costliest)."""
+    from sim.engines.link_waste import wasted_link_frames
+
+    d = delivery
+    out = {
+        "delivered": len(d.delivered), "false_positives": d.false_positives,
+        "false_negatives": d.false_negatives, "duplicates": d.duplicates,
+        "header_entries": d.encoding.header_entries, "header_bytes": d.encoding.header_bytes,
+        "packets_sent": len(d.encoding.packets), "frames": d.frames, "bytes": d.bytes,
+        "passes": d.total("passes"), "recirculations": d.total("recirculations"),
+        "lookups": d.total("lookups"),
+        "circulations_simplified": d.total("circulations_simplified"),
+        "max_switch_passes": max((c.passes for c in d.switches.values()), default=0),
+        "delay_worst_ms": d.delay_worst_s * 1e3,
+    }
+    if link_waste:
+        out["link_false_positives"] = wasted_link_frames(d.links, d.publisher, d.receivers)
+    return out
+
+
+# -- per-topology tables: the shortest-path tree from every root ---------------
+
+
+class _Tables:
+    """Spanning shortest-path trees (switches and every host) from each root switch.
+
+    Nodes are numbered globally (switches ``0..S-1`` in topology order, then
+    hosts). Per root, the ``N = S + H`` nodes are laid out in preorder of the
+    tree with children in port order (the order of the stacks, seed 000 §3.2),
+    so a subtree is the range ``[i, end[i])``. Arrays are ``(S, N)``, indexed
+    ``[root, preorder number]`` unless noted; a root's row is filled the first
+    time a notification uses it (:meth:`ensure`).
+
+    Attributes
+    ----------
+    node : global node index; parent : preorder number of the parent (root:
+    -1); end : preorder number after the subtree; depth : hops from the root;
+    delay : delay of the link parent -> node (s); is_switch : 1 for switches, 0 for hosts;
+    pos_of : ``[root, global node]`` -> preorder number.
+    """
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.names = (*topology.switches, *topology.hosts)
+        self.gid = {n: i for i, n in enumerate(self.names)}
+        self.n_switches = s = len(topology.switches)
+        n = len(self.names)
+        self.node, self.parent, self.end, self.depth, self.pos_of = (
+            np.zeros((s, n), np.int32) for _ in range(5))
+        self.delay = np.zeros((s, n), np.float64)
+        self.is_switch = np.zeros((s, n), np.int64)
+        self.built = np.zeros(s, bool)
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def ensure(self, rows: np.ndarray) -> None:
+        """Fill the rows of the roots in ``rows`` that are not built yet."""
+        for r in np.unique(rows[~self.built[rows]]).tolist():
+            self._build(r)
+
+    def _build(self, r: int) -> None:
+        from sim.dataplanes.trees import bfs_parents
+
+        topology, gid = self.topology, self.gid
+        root = topology.switches[r]
+        par = dict(bfs_parents(topology, root))
+        for h in topology.hosts:
+            par[h] = topology.host_switch(h)
+        kids: dict[str, list[str]] = {}
+        for c, p in par.items():
+            kids.setdefault(p, []).append(c)
+        for p, cs in kids.items():
+            cs.sort(key=lambda c, p=p: topology.port_to(p, c))
+        preorder: list[str] = []
+        stack = [root]
+        while stack:
+            x = stack.pop()
+            preorder.append(x)
+            stack.extend(reversed(kids.get(x, ())))
+        num = {x: k for k, x in enumerate(preorder)}
+        size: dict[str, int] = {}
+        for x in reversed(preorder):
+            size[x] = 1 + sum(size[c] for c in kids.get(x, ()))
+        node, parent, end = self.node[r], self.parent[r], self.end[r]
+        depth, delay, pos_of = self.depth[r], self.delay[r], self.pos_of[r]
+        for i, x in enumerate(preorder):
+            p = par.get(x)
+            node[i] = gid[x]
+            pos_of[gid[x]] = i
+            end[i] = i + size[x]
+            if p is None:
+                parent[i] = -1
+            else:
+                parent[i] = num[p]
+                depth[i] = depth[num[p]] + 1
+                delay[i] = topology.ports(x)[topology.port_to(x, p)].link.delay_s
+        self.is_switch[r] = node < self.n_switches
+        self.built[r] = True
+
+
+@lru_cache(maxsize=8)
+def _tables(topology: Topology) -> _Tables:
+    """One table set per topology (topologies are immutable and compare by identity)."""
+    return _Tables(topology)
+
+
+# -- the engine -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Family:
+    """What distinguishes the supported strategies (see the module docstring)."""
+
+    kind: str                 # "bitmask", "port" or "hops"
+    predictive: bool          # port only
+    size_bytes: int
+    entry_bytes: int
+    max_entries: int
+    frame_limit: int          # largest header + payload in bytes
+
+
+def _family(strategy: Strategy, topology: Topology) -> _Family | None:
+    """The family of ``strategy`` if the fast path covers it exactly, else None."""
+    from strategies.frame_size import frame_limit
+    from strategies.neighbor_labels.hops import Hops
+    from strategies.source_routing.switch_bitmask import SwitchBitmask
+    from strategies.source_routing.switch_port import SwitchPort
+    from strategies.virtual_tree.labels import label_format
+
+    cls = type(strategy)
+    if cls not in (SwitchBitmask, SwitchPort, Hops):
+        return None  # subclasses may override encode, host_receive or extra_metrics
+    p = strategy.params
+    limit = frame_limit(p.mtu_bytes, p.on_oversize)
+    if cls is Hops:
+        fmt = label_format(p)
+        if len(topology.switches) + len(topology.hosts) - 1 > fmt.max_id:
+            return None  # node labels do not fit: the reference raises
+        return _Family(kind="hops", predictive=True, size_bytes=fmt.size_bytes,
+                       entry_bytes=fmt.label_bytes, max_entries=fmt.max_entries,
+                       frame_limit=limit)
+    if p.tree != "spt" or p.stack_order != "port":
+        return None
+    try:
+        strategy.check_widths(topology)  # type: ignore[attr-defined]
+    except ValueError:
+        return None  # the reference raises the same error per notification
+    layout = strategy.layout  # type: ignore[attr-defined]
+    kind = "bitmask" if cls is SwitchBitmask else "port"
+    predictive = kind == "port" and p.pruning == "predictive"
+    return _Family(kind=kind, predictive=predictive, size_bytes=layout.size_bytes,
+                   entry_bytes=layout.entry_bytes,
+                   max_entries=min(layout.max_entries, strategy.stack_size),  # type: ignore[attr-defined]
+                   frame_limit=limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Receivers:
+    """Receivers of a batch: global node indices, notification after notification."""
+
+    ids: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Results of a batch over its tree nodes (compact index: notification, then preorder)."""
+
+    starts: np.ndarray        # compact index of each notification's root
+    node: np.ndarray          # global node index
+    parent: np.ndarray        # compact index of the parent (roots: -1)
+    t: np.ndarray             # first arrival time
+    frame_bytes: np.ndarray   # bytes of the frame parent -> node (roots: 0)
+    passes: np.ndarray
+    recirculations: np.ndarray
+    lookups: np.ndarray
+    simplified: np.ndarray
+    entries: np.ndarray       # header entries per notification
+    pub_bytes: np.ndarray     # bytes of the publisher's frame per notification
+
+
+class FastStatic:
+    """Closed-form static engine for one topology, strategy and delay model.
+
+    Build it with :func:`fast_static_for` (None when the strategy is not
+    covered). The installed state must be the strategy's own ``install``
+    (their rules do not depend on subscriptions).
+    """
+
+    def __init__(self, topology: Topology, strategy: Strategy, family: _Family,
+                 delays: DelayModel, impl: str = "auto") -> None:
+        from sim.engines.fast_static_jit import batch_kernel
+
+        if impl not in ("auto", "jit", "numpy"):
+            raise ValueError(f"impl must be auto, jit or numpy; got {impl!r}")
+        if impl == "jit" and batch_kernel is None:
+            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
+        #: "jit" (the compiled kernel of :mod:`sim.engines.fast_static_jit`) or "numpy"
+        self.impl = "jit" if impl == "jit" or (impl == "auto" and batch_kernel) else "numpy"
+        self.topology = topology
+        self.strategy = strategy
+        self.family = family
+        self.delays = delays
+        self.tables = _tables(topology)
+        self._gid = self.tables.gid
+        self._hosts = frozenset(topology.hosts)
+        self._buffers: dict[str, np.ndarray] = {}
+
+    # -- public API -------------------------------------------------------------
+    def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                payload_bytes: int) -> list[dict[str, Any] | None]:
+        """Row metrics (:data:`METRIC_KEYS`) per notification; None where the
+        reference must run (see the module docstring). Batches of
+        :data:`BATCH` notifications share the numpy work."""
+        out: list[dict[str, Any] | None] = []
+        for a in range(0, len(publishers), BATCH):
+            out.extend(self._metrics(publishers[a:a + BATCH], receiver_sets[a:a + BATCH],
+                                     payload_bytes))
+        return out
+
+    def _metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                 payload_bytes: int) -> list[dict[str, Any] | None]:
+        ok, roots, recv, pub_delay = self._inputs(publishers, receiver_sets)
+        out: list[dict[str, Any] | None] = [None] * len(publishers)
+        if not ok:
+            return out
+        b = self._run(roots, recv, pub_delay, payload_bytes)
+        fam = self.family
+        hdr = fam.size_bytes + fam.entry_bytes * b.entries
+        fits = ((hdr + payload_bytes <= fam.frame_limit) & (b.entries <= fam.max_entries)).tolist()
+        starts = b.starts
+        worst = np.maximum.reduceat(np.where(b.node >= self.tables.n_switches, b.t, -np.inf),
+                                    starts)
+        sums = [np.add.reduceat(a, starts).tolist()
+                for a in (b.frame_bytes, b.passes, b.recirculations, b.lookups, b.simplified)]
+        frames = np.diff(np.append(starts, len(b.node))).tolist()  # tree edges + access link
+        max_passes = np.maximum.reduceat(b.passes, starts).tolist()
+        entries, hdr_l, pub_bytes = b.entries.tolist(), hdr.tolist(), b.pub_bytes.tolist()
+        worst_ms = (worst * 1e3).tolist()
+        n_recvs = recv.counts.tolist()
+        for j, i in enumerate(ok):
+            if not fits[j]:
+                continue
+            n_recv = n_recvs[j]
+            out[i] = {
+                "delivered": n_recv, "false_positives": 0,
+                "false_negatives": len(receiver_sets[i]) - n_recv, "duplicates": 0,
+                "header_entries": entries[j], "header_bytes": hdr_l[j], "packets_sent": 1,
+                "frames": frames[j], "bytes": sums[0][j] + pub_bytes[j], "passes": sums[1][j],
+                "recirculations": sums[2][j], "lookups": sums[3][j],
+                "circulations_simplified": sums[4][j], "max_switch_passes": max_passes[j],
+                "delay_worst_ms": worst_ms[j],
+                "link_false_positives": 0,  # a pruned tree: every used link leads to a receiver
+            }
+        return out
+
+    def delivery(self, state: ControlState, notification: Notification,
+                 receivers: frozenset[str], payload: bytes) -> Delivery | None:
+        """The full :class:`~sim.engines.static.Delivery` of one notification, or None where
+        the reference must run. The encoding is the strategy's own encoder's."""
+        if self.metrics([notification.publisher], [receivers], len(payload))[0] is None:
+            return None
+        _, roots, recv, pub_delay = self._inputs([notification.publisher], [receivers])
+        b = self._run(roots, recv, pub_delay, len(payload))
+        names, n_sw = self.tables.names, self.tables.n_switches
+        pub = notification.publisher
+        encoding = self.strategy.encode(self.topology, state, notification, receivers, payload)
+        out = Delivery(publisher=pub, receivers=receivers, encoding=encoding)
+        out.links[(pub, names[b.node[0]])] = [1, int(b.pub_bytes[0])]
+        for i, g in enumerate(b.node.tolist()):
+            name = names[g]
+            if g >= n_sw:
+                out.delivered[name] = 1
+                out.first_arrival_s[name] = float(b.t[i])
+            else:
+                out.switches[name] = SwitchCount(
+                    passes=int(b.passes[i]), recirculations=int(b.recirculations[i]),
+                    lookups=int(b.lookups[i]), circulations_simplified=int(b.simplified[i]))
+                out.drops += 1
+            if b.parent[i] >= 0:
+                out.links[(names[b.node[b.parent[i]]], name)] = [1, int(b.frame_bytes[i])]
+        return out
+
+    # -- internals --------------------------------------------------------------
+    def _inputs(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]]
+                ) -> tuple[list[int], np.ndarray, _Receivers, np.ndarray]:
+        """Indices of the notifications the fast path takes, their root rows,
+        receivers (global node indices) and access-link delays."""
+        topo, gid, hosts = self.topology, self._gid, self._hosts
+        ok: list[int] = []
+        roots: list[int] = []
+        flat: list[int] = []
+        counts: list[int] = []
+        delay: list[float] = []
+        for i, (pub, rs) in enumerate(zip(publishers, receiver_sets, strict=True)):
+            if not rs or pub in rs or pub not in hosts or not rs <= hosts:
+                continue  # nothing to send; the publisher or a non-host receiving: reference
+            ids = list(map(gid.__getitem__, rs))
+            ok.append(i)
+            roots.append(gid[topo.host_switch(pub)])
+            flat.extend(ids)
+            counts.append(len(ids))
+            delay.append(topo.ports(pub)[1].link.delay_s)
+        recv = _Receivers(np.asarray(flat, np.intp), np.asarray(counts, np.intp))
+        return ok, np.asarray(roots, np.intp), recv, np.asarray(delay, np.float64)
+
+    def _run(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
+             payload_bytes: int) -> _Batch:
+        self.tables.ensure(rows)
+        if self.impl == "jit":
+            return self._run_jit(rows, recv, pub_delay, payload_bytes)
+        return self._run_numpy(rows, recv, pub_delay, payload_bytes)
+
+    def _run_jit(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
+                 payload_bytes: int) -> _Batch:
+        from sim.engines.fast_static_jit import (
+            BITMASK,
+            HOPS,
+            PORT_PREDICTIVE,
+            PORT_REACTIVE,
+            batch_kernel,
+        )
+
+        t, fam, d = self.tables, self.family, self.delays
+        kind = {"bitmask": BITMASK, "hops": HOPS}.get(
+            fam.kind, PORT_PREDICTIVE if fam.predictive else PORT_REACTIVE)
+        nb = len(rows)
+        out_i = self._buffer("out_i", (7, nb * t.size), np.int64)
+        out_t = self._buffer("out_t", (nb * t.size,), np.float64)
+        scratch = self._buffer("scratch", (9, max(nb * t.size, t.size + 1)), np.int64)
+        mark = self._buffer("mark", (t.size,), np.int64)  # zeros, and the kernel leaves it so
+        starts = np.empty(nb, np.int64)
+        entries = np.empty(nb, np.int64)
+        base = ETH_HEADER_BYTES + payload_bytes + fam.size_bytes
+        if batch_kernel is None:  # numba went away after construction
+            raise RuntimeError("the compiled fast-path kernel is not available")
+        k = batch_kernel(kind, t.parent, t.end, t.delay, t.is_switch, t.node, t.pos_of, rows,
+                         recv.ids, recv.counts, pub_delay, d.feed_in_s, d.switch_s, d.pass_s,
+                         base, fam.entry_bytes, out_i, out_t, starts, entries, scratch, mark)
+        node, par, frame_bytes, passes, recirculations, lookups, simplified = out_i[:, :k]
+        return _Batch(starts=starts, node=node, parent=par, t=out_t[:k],
+                      frame_bytes=frame_bytes, passes=passes, recirculations=recirculations,
+                      lookups=lookups, simplified=simplified, entries=entries,
+                      pub_bytes=base + fam.entry_bytes * entries)
+
+    def _buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A reused work array at least ``shape`` large (fresh memory costs page faults).
+
+        The :class:`_Batch` of :meth:`_run_jit` views these arrays: it is only
+        valid until the next call, which is how :meth:`metrics` and
+        :meth:`delivery` use it.
+        """
+        buf = self._buffers.get(name)
+        if buf is None or any(have < want for have, want in zip(buf.shape, shape, strict=True)):
+            buf = np.zeros(shape, dtype)
+            self._buffers[name] = buf
+        return buf  # whole (contiguous, one compiled signature); callers use a prefix
+
+    def _run_numpy(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
+                   payload_bytes: int) -> _Batch:
+        t, fam, d = self.tables, self.family, self.delays
+        n, nb = t.size, len(rows)
+        # tree nodes: preorder ranges [i, end) holding a receiver
+        bidx = np.repeat(np.arange(nb), recv.counts)
+        rgid = recv.ids
+        hits = np.zeros((nb, n + 1), np.int32)
+        hits[bidx, t.pos_of[rows[bidx], rgid] + 1] = 1
+        below_recv = hits.cumsum(axis=1, dtype=np.int32)  # receivers before preorder k
+        marked = np.take_along_axis(below_recv, t.end[rows], axis=1) > below_recv[:, :-1]
+        idx = np.flatnonzero(marked)                 # compact: notification, then preorder
+        k = len(idx)
+        b_of = idx // n
+        loc = idx - b_of * n
+        tix = rows[b_of] * n + loc                    # into the raveled tables
+        starts = np.searchsorted(idx, np.arange(nb) * n)
+        rank = np.arange(k) - starts[b_of]           # preorder number among tree nodes
+        # every array below runs over all tree nodes; a root is its own parent and
+        # ``nr`` (0 for roots) keeps it out of every per-edge quantity
+        nr = np.ones(k, np.int64)
+        nr[starts] = 0
+        comp = np.empty(nb * n, np.intp)
+        comp[idx] = np.arange(k)
+        par = comp[b_of * n + np.maximum(t.parent.ravel()[tix], 0)]
+        m = np.bincount(par, minlength=k)              # tree children (+1 at roots)
+        m[starts] -= 1
+        lv = t.depth.ravel()[tix]
+        by_level = np.argsort(lv.astype(np.int16), kind="stable")  # by depth (radix sort)
+        is_sw = t.is_switch.ravel()[tix]               # 1 for switches, 0 for hosts
+        # hosts have no children, no arriving stack to scan: every count below is 0 for them
+        if fam.kind == "bitmask":
+            before = np.cumsum(is_sw) - is_sw          # tree switches before, whole batch
+            pos = before - before[starts][b_of]        # index of the switch's stack entry
+            entries = np.add.reduceat(is_sw, starts)
+            q = (pos - pos[par] - 1) * (is_sw * nr)    # foreign entries popped
+            passes = q + m
+            lookups = q + 2 * m
+            simplified = m
+            # siblings are contiguous, in port order, among a level's nodes in preorder
+            pks, lvs = par[by_level], lv[by_level]
+            new_run = np.ones(k, bool)
+            new_run[1:] = (pks[1:] != pks[:-1]) | (lvs[1:] != lvs[:-1])
+            at = np.arange(k)
+            sib = np.empty(k, np.intp)
+            sib[by_level] = at - np.maximum.accumulate(np.where(new_run, at, 0)) + 1
+            depth = q[par] + sib
+            carried = entries[b_of] - 1 - pos[par]
+        else:
+            entries = np.diff(np.append(starts, k)) - 1
+            marked_cs = np.zeros((nb, n + 1), np.int32)
+            np.cumsum(marked, axis=1, out=marked_cs[:, 1:])
+            below = marked_cs.ravel()[b_of * (n + 1) + t.end.ravel()[tix]] - rank - 1
+            if fam.predictive:                         # port predictive, hops
+                trailing = (rank[par] + below[par] - rank) * nr
+                passes = below + np.bincount(par, weights=trailing, minlength=k).astype(np.int64)
+                depth = below[par]
+                carried = below
+                if fam.kind == "hops":
+                    sub = np.bincount(par, weights=carried * nr, minlength=k).astype(np.int64)
+                    lookups = below + sub + m - is_sw
+                    simplified = np.zeros(k, np.int64)
+                else:
+                    lookups = 2 * passes
+                    simplified = m
+            else:                                      # port reactive
+                total = entries[b_of]
+                passes = (total - rank) * is_sw
+                lookups = 2 * passes
+                simplified = m
+                depth = rank - rank[par]
+                carried = total - rank
+        recirculations = passes - is_sw
+        base = ETH_HEADER_BYTES + payload_bytes + fam.size_bytes
+        frame_bytes = (base + fam.entry_bytes * carried) * nr
+        # arrival times, level by level, in the reference's order of operations
+        time = np.empty(k, np.float64)
+        time[starts] = d.feed_in_s + pub_delay
+        delay = t.delay.ravel()[tix]
+        step = (depth - 1) * d.pass_s
+        bounds = np.searchsorted(lv[by_level], np.arange(1, int(lv.max(initial=0)) + 2))
+        for a, z in zip(bounds[:-1], bounds[1:], strict=True):
+            c = by_level[a:z]
+            time[c] = ((time[par[c]] + d.switch_s) + step[c]) + delay[c]
+        par[starts] = -1
+        return _Batch(starts=starts, node=t.node.ravel()[tix], parent=par, t=time,
+                      frame_bytes=frame_bytes, passes=passes, recirculations=recirculations,
+                      lookups=lookups, simplified=simplified, entries=entries,
+                      pub_bytes=base + fam.entry_bytes * entries)
+
+
+def fast_static_for(topology: Topology, strategy: Strategy,
+                    delays: DelayModel = DelayModel(), impl: str = "auto") -> FastStatic | None:
+    """A :class:`FastStatic` for ``strategy`` on ``topology``, or None when the
+    fast path does not cover it (then use :func:`sim.engines.static.run_notification`).
+    ``impl``: "jit" (numba kernel), "numpy", or "auto" (the kernel when numba is there)."""
+    family = _family(strategy, topology)
+    return None if family is None else FastStatic(topology, strategy, family, delays, impl)
+
+
+STATIC_PATHS = ("auto", "fast", "reference")
+
+
+def choose_static_path(topology: Topology, strategy: Strategy, delays: DelayModel,
+                       path: str = "auto") -> FastStatic | None:
+    """The engine a static cell uses: the fast path where it is proven equal.
+
+    ``path`` is ``"auto"`` (fast where covered, else the reference),
+    ``"reference"`` (always :func:`sim.engines.static.run_notification`) or ``"fast"``
+    (the fast path; an error if the strategy is not covered). Notifications
+    the fast path declines (see :meth:`FastStatic.metrics`) run on the
+    reference in every mode.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not one of :data:`STATIC_PATHS`, or ``"fast"`` was asked
+        for a strategy the fast path does not cover.
+    """
+    if path not in STATIC_PATHS:
+        raise ValueError(f"static_path must be one of {', '.join(STATIC_PATHS)}; got {path!r}")
+    if path == "reference":
+        return None
+    fast = fast_static_for(topology, strategy, delays)
+    if fast is None and path == "fast":
+        raise ValueError(f"static_path='fast': strategy {strategy.name!r} with these parameters "
+                         "has no fast path (covered: switch-bitmask, switch-port and hops on "
+                         "shortest-path trees in port order)")
+    return fast
+
+__all__ = ["METRIC_KEYS", "STATIC_PATHS", "FastStatic", "choose_static_path", "fast_static_for",
+           "row_metrics", "run_notification"]

@@ -1,0 +1,137 @@
+"""Compiled kernel of the static fast path (optional numba).
+
+:data:`batch_kernel` computes, notification by notification, exactly what
+:meth:`sim.engines.fast_static.FastStatic._run_numpy` computes with array operations
+(the closed forms of :mod:`sim.engines.fast_static`): it marks the delivery tree by
+walking from each receiver up to the first marked node, then visits the tree
+nodes in preorder, where every parent comes before its children, so stack
+positions, sibling ranks, subtree sizes and arrival times (in the reference's
+order of floating-point operations) need one or two passes. It is ``None``
+when numba is not installed (or ``STACKCAST_NO_JIT=1``); the numpy path runs
+then. ``tests/sim/test_fast_static.py`` runs both against the pass-by-pass
+reference.
+
+References
+----------
+Seed 000 §3.3.1-3.3.2, §3.5.4, §4.2.1 (see :mod:`sim.engines.fast_static`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+#: Family codes of the kernel.
+BITMASK, PORT_PREDICTIVE, PORT_REACTIVE, HOPS = 0, 1, 2, 3
+
+batch_kernel: Callable[..., Any] | None = None
+
+
+def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarray,
+           sw_t: np.ndarray, node_t: np.ndarray, pos_t: np.ndarray, rows: np.ndarray,
+           ids: np.ndarray, counts: np.ndarray, pub_delay: np.ndarray, feed_s: float,
+           switch_s: float, pass_s: float, base: int, entry_bytes: int,
+           out_i: np.ndarray, out_t: np.ndarray, starts: np.ndarray, entries: np.ndarray,
+           scratch: np.ndarray, mark: np.ndarray) -> int:
+    """Fill ``out_i`` (rows: node, parent, frame bytes, passes, recirculations,
+    lookups, simplified) and ``out_t`` for the tree nodes of every notification;
+    returns the number of tree nodes. ``scratch`` (9 rows, any content) and
+    ``mark`` (all 0, left all 0) are reused between calls."""
+    n = parent_t.shape[1]
+    comp, prefix = scratch[0], scratch[1]  # every scratch entry is written before it is read
+    loc, pos, below, m = scratch[2], scratch[3], scratch[4], scratch[5]
+    sib, child_rank, q = scratch[6], scratch[7], scratch[8]
+    node, par, fbytes = out_i[0], out_i[1], out_i[2]
+    passes, recirc, lookups, simpl = out_i[3], out_i[4], out_i[5], out_i[6]
+    k = 0
+    off = 0
+    for b in range(rows.shape[0]):
+        r = rows[b]
+        for j in range(off, off + counts[b]):  # the tree: receivers and their ancestors
+            i = pos_t[r, ids[j]]
+            while i >= 0 and mark[i] == 0:
+                mark[i] = 1
+                i = parent_t[r, i]
+        off += counts[b]
+        start = k
+        starts[b] = start
+        seen = 0
+        switches = 0
+        for i in range(n):  # preorder: compact index, stack positions, children
+            prefix[i] = seen
+            if mark[i] == 1:
+                mark[i] = 0
+                comp[i] = k
+                loc[k] = i
+                node[k] = node_t[r, i]
+                p = parent_t[r, i]
+                pos[k] = switches
+                switches += sw_t[r, i]
+                m[k] = 0
+                sib[k] = 0
+                if p >= 0:
+                    par[k] = comp[p]
+                    m[comp[p]] += 1
+                    sib[comp[p]] += 1
+                    child_rank[k] = sib[comp[p]]  # children come in port order
+                else:
+                    par[k] = -1
+                k += 1
+                seen += 1
+        prefix[n] = seen
+        count = switches if kind == BITMASK else seen - 1
+        entries[b] = count
+        for c in range(start, k):  # parents before children
+            i = loc[c]
+            p = par[c]
+            is_sw = sw_t[r, i]
+            rank = c - start
+            below[c] = prefix[end_t[r, i]] - prefix[i] - 1
+            depth = 0
+            if kind == BITMASK:
+                q[c] = (pos[c] - pos[p] - 1) * is_sw if p >= 0 else 0
+                passes[c] = q[c] + m[c]
+                lookups[c] = q[c] + 2 * m[c]
+                simpl[c] = m[c]
+                if p >= 0:
+                    depth = q[p] + child_rank[c]
+                carried = count - 1 - pos[p]
+            elif kind == PORT_REACTIVE:
+                passes[c] = (count - rank) * is_sw
+                lookups[c] = 2 * passes[c]
+                simpl[c] = m[c]
+                depth = rank - (p - start)
+                carried = count - rank
+            else:  # predictive: port and hops
+                passes[c] = below[c]
+                lookups[c] = below[c] + m[c] - is_sw if kind == HOPS else 0
+                simpl[c] = m[c] if kind == PORT_PREDICTIVE else 0
+                carried = below[c]
+                if p >= 0:
+                    depth = below[p]
+                    passes[p] += (p - start) + below[p] - rank
+                    if kind == HOPS:
+                        lookups[p] += carried
+            if p >= 0:
+                fbytes[c] = base + entry_bytes * carried
+                out_t[c] = ((out_t[p] + switch_s) + (depth - 1) * pass_s) + delay_t[r, i]
+            else:
+                fbytes[c] = 0
+                out_t[c] = feed_s + pub_delay[b]
+        for c in range(start, k):
+            if kind == PORT_PREDICTIVE:
+                lookups[c] = 2 * passes[c]
+            recirc[c] = passes[c] - sw_t[r, loc[c]]
+    return k
+
+
+if os.environ.get("STACKCAST_NO_JIT", "") in ("", "0"):
+    try:
+        import numba
+    except ImportError:  # optional: the numpy path is used
+        pass
+    else:
+        batch_kernel = numba.njit(cache=True, nogil=True)(_batch)

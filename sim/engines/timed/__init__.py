@@ -1,0 +1,1 @@
+"""The timed SimPy engine: switch pipelines, links, publishers and the churn controller."""

@@ -1,0 +1,538 @@
+"""SimPy elements of the timed engine: FIFO servers, egress ports, pipelines, switches.
+
+Pure core, timed shell: a switch asks its data-plane model *what* happens to
+an arriving frame (:meth:`sim.dataplanes.pipeline.DataPlane.process`, a
+:class:`~sim.dataplanes.pipeline.PipelineResult`) and only decides *when*: every
+pipeline pass, recirculation, replication and transmission is one SimPy
+event, scheduled as ``env.timeout`` would schedule it (:func:`call_later`;
+SimPy 4's ``Environment`` queue layout).
+
+Passes. When the model records a pass trace (``pass_parents``), every pass
+is a job that becomes ready when the pass that spawned it (its recirculation
+or the pass that cloned it) completes, and then queues for the pipeline
+together with arriving frames (FIFO, one pass at a time per pipeline). A
+copy leaves after the pass ``Emit.after_pass``. Every built-in label-stack
+family records one; without a trace (the content filters, which never
+recirculate, and third-party models) the packet's ``passes`` run as one sequential
+chain and each copy leaves after pass number ``Emit.depth`` of that chain:
+the pipeline work and the zero-load departure times are exact, only the
+interleaving of sibling clones under load is approximated
+(:func:`pass_plan`).
+
+The model runs once per arriving frame, when its first pass starts, and all
+its passes see the tables installed at that moment (a write landing while a
+packet recirculates is not seen by that packet).
+
+References
+----------
+Seed 000 §3.5.4 (delay constants), digest ch. 1-4 §4.1 (recirculation,
+Tofino recirculation ports), §7.16 (pipeline as a resource with per-pass
+service time); shared/DESIGN.md "Engines".
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from heapq import heappush
+from typing import Any
+
+import simpy
+from simpy.events import NORMAL
+
+from sim.dataplanes.control_state import SwitchConfig
+from sim.dataplanes.pipeline import DataPlane, Emit, PipelineResult
+from sim.engines.timed.config import TimedConfig
+from sim.engines.timed.metrics import TimeWeighted
+
+#: A frame in flight: the packet, the id of the notification it belongs to, and
+#: the links it and the frames it descends from crossed since the publisher
+#: (brokers' and hosts' answers inherit the count; for ``ttl_hops``).
+Frame = tuple[Any, int, int]
+_PLAN_CACHE_LIMIT = 4096
+
+
+class EngineError(RuntimeError):
+    """The network or a data-plane model misbehaved (loop, bad port, bad pass trace)."""
+
+
+# -- pass plans (pure) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PassPlan:
+    """The pass DAG of one arriving frame at one switch.
+
+    ``children[j]``: passes spawned by pass j (they re-enter the pipeline
+    when j completes); ``emits[j]``: copies leaving after pass j; ``traced``:
+    whether the data plane gave the DAG (else the sequential-chain fallback);
+    ``steps[j]``: ``(children[j], emits[j])``, in one tuple for the engine's
+    hot loop.
+    """
+
+    children: tuple[tuple[int, ...], ...]
+    emits: tuple[tuple[Emit, ...], ...]
+    traced: bool
+    steps: tuple[tuple[tuple[int, ...], tuple[Emit, ...]], ...] = field(init=False, repr=False,
+                                                                         compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(zip(self.children, self.emits, strict=True)))
+
+
+def pass_plan(result: PipelineResult) -> PassPlan:
+    """The pass DAG of ``result`` (or the documented chain fallback).
+
+    Raises
+    ------
+    EngineError
+        If a recorded trace is inconsistent (wrong length, a parent that is
+        not an earlier pass, a copy after a pass that does not exist).
+    """
+    n = max(result.passes, 1)
+    parents = result.pass_parents
+    traced = bool(parents)
+    children: list[list[int]] = [[] for _ in range(n)]
+    if traced:
+        if len(parents) != result.passes or parents[0] != -1:
+            raise EngineError(f"inconsistent pass trace {parents} for {result.passes} passes")
+        for j in range(1, n):
+            p = parents[j]
+            if not 0 <= p < j:
+                raise EngineError(f"inconsistent pass trace {parents} for {result.passes} "
+                                  "passes")
+            children[p].append(j)
+    else:  # one sequential chain
+        for j in range(1, n):
+            children[j - 1].append(j)
+    emits: list[list[Emit]] = [[] for _ in range(n)]
+    for e in result.emitted:
+        after = e.after_pass if traced else min(max(e.depth, 1), n) - 1
+        if not 0 <= after < n:
+            raise EngineError(f"copy to port {e.port} leaves after pass {after} of {n}")
+        emits[after].append(e)
+    return PassPlan(tuple(map(tuple, children)), tuple(map(tuple, emits)), traced)
+
+
+# -- FIFO servers --------------------------------------------------------------------
+
+
+class _Wakeup:
+    """A bare, already-triggered SimPy event that only runs one callback.
+
+    What ``env.timeout(delay).callbacks.append(callback)`` does, without the
+    parts of :class:`simpy.Timeout` no caller here uses (value, delay, desc):
+    it is scheduled in ``env``'s queue with the same (time, priority, id) key
+    a timeout gets, so the order of events and the event count are unchanged.
+    """
+
+    __slots__ = ("callbacks",)
+    _ok = True  # read by Environment.step: a successful event
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = [callback]
+
+
+class _Landing:
+    """A frame reaching the far end of a link: a bare event (as :class:`_Wakeup`) that
+    carries it to the callbacks its link shares among all its frames."""
+
+    __slots__ = ("callbacks", "frame")
+    _ok = True
+
+    def __init__(self, callbacks: list[Callable[[Any], None]], frame: Frame) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = callbacks
+        self.frame = frame
+
+
+def call_later(env: simpy.Environment, delay: float, callback: Callable[[Any], None]) -> None:
+    """Run ``callback(event)`` after ``delay`` (>= 0) simulated seconds: one SimPy event."""
+    env.schedule(_Wakeup(callback), NORMAL, delay)  # type: ignore[arg-type]
+
+
+class FifoServer:
+    """A single FIFO server with an optional buffer (drop-tail).
+
+    Timing: the head item is held for ``service(item)`` seconds (one
+    SimPy event), then ``done(item)`` is called and the next item starts
+    at once; an item offered to an idle server starts at the moment it is
+    offered. Items offered while ``buffer`` items are present (the one in
+    service included) are refused. Occupancy is tracked time-weighted
+    (:attr:`occupancy`; kept inline here, the hottest path of the engine).
+
+    The server is driven by events' callbacks rather than by a generator
+    process: the same schedule with half the events (no wake-up event when an
+    idle server gets work), which matters for the engine's speed
+    (``stackcast bench timed``). A server has at most one service event
+    pending, so it reuses one event object (rescheduled only after SimPy has
+    processed it) with the key ``env.timeout`` would give it.
+    """
+
+    __slots__ = ("env", "queue", "buffer", "_busy", "name", "_t0", "_t", "_level", "_area",
+                 "_peak", "_wake", "_callbacks", "_heap", "_eid")
+
+    def __init__(self, env: simpy.Environment, name: Any, buffer: int | None) -> None:
+        self.env = env
+        self.name = name
+        self.queue: deque[Any] = deque()
+        self.buffer = buffer
+        self._busy = False
+        # time-weighted occupancy, as TimeWeighted(t0=env.now) would hold it
+        self._t0 = self._t = env.now
+        self._level: float = 0.0
+        self._peak: float = 0.0
+        self._area = 0.0
+        self._callbacks = [self._finish]  # never mutated by SimPy (it swaps in None)
+        self._wake = _Wakeup(self._finish)  # the one service event, rescheduled by _serve
+        self._heap, self._eid = env._queue, env._eid  # as Environment.schedule uses them
+
+    @property
+    def occupancy(self) -> TimeWeighted:
+        """The queue length (in service included) over time."""
+        return TimeWeighted.restore(t0=self._t0, t=self._t, level=self._level,
+                                    peak=self._peak, area=self._area)
+
+    def offer(self, item: Any) -> bool:
+        """Enqueue ``item`` now; False (and nothing queued) when the buffer is full."""
+        q = self.queue
+        if self.buffer is not None and len(q) >= self.buffer:
+            return False
+        q.append(item)
+        now = self.env._now
+        level = len(q)
+        self._area += self._level * (now - self._t)
+        self._t = now
+        self._level = level
+        if level > self._peak:
+            self._peak = level
+        if not self._busy:
+            self._busy = True
+            self._serve(now, self.service(item))
+        return True
+
+    def _serve(self, now: float, service_s: float) -> None:
+        """Schedule the end of the head item's service (as ``env.timeout(service_s)``)."""
+        wake = self._wake
+        wake.callbacks = self._callbacks
+        heappush(self._heap, (now + service_s, NORMAL, next(self._eid), wake))
+
+    def service(self, item: Any) -> float:
+        raise NotImplementedError
+
+    def done(self, item: Any) -> None:
+        raise NotImplementedError
+
+    def _finish(self, _event: Any) -> None:
+        q = self.queue
+        item = q.popleft()
+        now = self.env._now
+        self._area += self._level * (now - self._t)
+        self._t = now
+        self._level = len(q)  # lower than before: the peak cannot change
+        self.done(item)  # may offer more work to this server (it is still busy)
+        if q:
+            self._serve(self.env._now, self.service(q[0]))
+        else:
+            self._busy = False
+
+
+class EgressPort(FifoServer):
+    """An egress queue and its link: serialization at ``bps``, then propagation.
+
+    Timing: a frame occupies the port for ``max(min_service_s, 8 x bytes / bps)``
+    (``min_service_s`` is the NIC feed-in time at hosts and brokers, 0 at
+    switches), then arrives ``delay_s`` later at ``arrive(in_port, frame)``
+    of the far end. The transmission is recorded when serialization ends;
+    a frame that already crossed ``ttl`` links is dropped there instead.
+    """
+
+    __slots__ = ("src", "dst", "dst_port", "bps", "delay_s", "min_service_s", "arrive",
+                 "recorder", "ttl", "_land")
+
+    def __init__(self, env: simpy.Environment, recorder: Any, src: str, port: int, dst: str,
+                 dst_port: int, bps: float, delay_s: float, buffer: int | None,
+                 arrive: Callable[[int, Frame], None], min_service_s: float = 0.0,
+                 ttl: int | None = None) -> None:
+        super().__init__(env, (src, port), buffer)
+        self.ttl = ttl
+        self.src, self.dst, self.dst_port = src, dst, dst_port
+        self.bps, self.delay_s, self.min_service_s = bps, delay_s, min_service_s
+        self.arrive = arrive
+        self.recorder = recorder
+        #: the callbacks of every _Landing of this link
+        self._land: list[Callable[[Any], None]] = [self._landed]
+
+    def send(self, frame: Frame) -> None:
+        if not self.offer(frame):
+            self.recorder.drop(self.env.now, "egress", self.src, self.name[1], frame[1])
+
+    def service(self, item: Frame) -> float:
+        ser = 8.0 * item[0].frame_bytes / self.bps
+        return ser if ser > self.min_service_s else self.min_service_s
+
+    def done(self, item: Frame) -> None:
+        if self.ttl is not None and item[2] >= self.ttl:
+            self.recorder.drop(self.env.now, "ttl", self.src, self.name[1], item[1])
+            return
+        if not self.recorder.tx(self.env.now, self.src, self.dst, self.name[1], item):
+            return
+        item = (item[0], item[1], item[2] + 1)
+        if self.delay_s > 0:  # as call_later(env, delay_s, ...)
+            heappush(self._heap, (self.env._now + self.delay_s, NORMAL, next(self._eid),
+                                  _Landing(self._land, item)))
+        else:
+            self.arrive(self.dst_port, item)
+
+    def _landed(self, event: _Landing) -> None:
+        self.arrive(self.dst_port, event.frame)
+
+
+class _Packet:
+    """One arriving frame inside a switch: its plan once the first pass started."""
+
+    __slots__ = ("frame", "in_port", "pipe", "plan", "steps", "service")
+
+    def __init__(self, frame: Frame, in_port: int, pipe: int) -> None:
+        self.frame = frame
+        self.in_port = in_port
+        self.pipe = pipe
+        self.plan: PassPlan | None = None
+        self.steps: tuple[tuple[tuple[int, ...], tuple[Emit, ...]], ...] = ()  # plan.steps
+        self.service: float = 0.0
+
+
+class Pipeline(FifoServer):
+    """One ingress pipeline: passes (jobs ``(packet, pass index)``) one at a time.
+
+    Timing: a pass holds the pipeline ``pass_s`` plus its share of lookup
+    time; the data-plane model runs when a frame's first pass starts.
+    """
+
+    __slots__ = ("switch", "_sw_name", "_recirculated", "_reenter")
+
+    def __init__(self, env: simpy.Environment, switch: SwitchNode, index: int,
+                 buffer: int | None) -> None:
+        super().__init__(env, (switch.name, index), buffer)
+        self.switch = switch
+        self._sw_name = switch.name
+        self._recirculated: list[int] = switch.recorder.recirc_counter(switch.name)
+        #: no recirculation ports: spawned passes re-enter this pipeline at once
+        self._reenter = switch.timed.recirc_port_bps is None
+
+    def service(self, item: tuple[_Packet, int]) -> float:
+        pkt = item[0]
+        if pkt.plan is None:
+            self.switch.start(pkt)
+        return pkt.service
+
+    def done(self, item: tuple[_Packet, int]) -> None:
+        self.switch.pass_done(item[0], item[1])
+
+    def _finish(self, _event: Any) -> None:
+        # FifoServer._finish with service, done and SwitchNode.pass_done inlined
+        # (every pass takes this path): the same effects in the same order
+        q = self.queue
+        pkt, j = q.popleft()
+        now = self.env._now
+        children, copies = pkt.steps[j]
+        if j:  # Recorder.recirculated
+            self._recirculated[0] += 1
+        if len(children) == 1 and self._reenter and (self.buffer is None or len(q) < self.buffer):
+            # one pass re-enters this pipeline: the queue is as long as before, so the
+            # time-weighted occupancy goes on unchanged (no update needed)
+            q.append((pkt, children[0]))
+        else:
+            self._area += self._level * (now - self._t)
+            self._t = now
+            if children and self._reenter:  # back into this pipeline (busy: nothing starts)
+                buffer = self.buffer
+                for c in children:
+                    if buffer is not None and len(q) >= buffer:
+                        self.switch.recorder.drop(now, "pipeline", self._sw_name, pkt.pipe,
+                                                  pkt.frame[1])
+                    else:
+                        q.append((pkt, c))
+                # the level after the pop and after each append, all at `now`:
+                # only the last one holds, and it is the highest of them
+                level = len(q)
+                self._level = level
+                if level > self._peak:
+                    self._peak = level
+            else:
+                self._level = len(q)  # lower than before: the peak cannot change
+                if children:
+                    self.switch.recirculate(pkt, children)
+        if copies:
+            self.switch.send_copies(pkt, copies)
+        if q:
+            nxt = q[0][0]
+            if nxt.plan is None:
+                self.switch.start(nxt)
+            wake = self._wake
+            wake.callbacks = self._callbacks
+            heappush(self._heap, (now + nxt.service, NORMAL, next(self._eid), wake))
+        else:
+            self._busy = False
+
+
+class RecircPort(FifoServer):
+    """A dedicated recirculation port: serialization at ``bps``, then back to the pipeline.
+
+    Timing: ``8 x bytes / bps`` per recirculated pass, where bytes is the
+    size of the frame as it arrived at the switch (stacks only shrink, so
+    this is an upper bound).
+    """
+
+    __slots__ = ("switch", "bps")
+
+    def __init__(self, env: simpy.Environment, switch: SwitchNode, index: str, bps: float,
+                 buffer: int | None) -> None:
+        super().__init__(env, (switch.name, f"recirc{index}"), buffer)
+        self.switch = switch
+        self.bps = bps
+
+    def service(self, item: tuple[_Packet, int]) -> float:
+        return 8.0 * item[0].frame[0].frame_bytes / self.bps
+
+    def done(self, item: tuple[_Packet, int]) -> None:
+        self.switch.enqueue(item)
+
+
+# -- the switch -----------------------------------------------------------------------
+
+
+class SwitchNode:
+    """A P4 switch: fixed ingress latency, pipelines, recirculation, PRE, egress ports.
+
+    Timing assumptions (all from :class:`~sim.engines.timed.config.TimedConfig`):
+    a frame arriving on port p waits ``switch_latency_s`` and then queues for
+    pipeline (p - 1) mod ``pipelines``; every pass costs ``pass_s`` plus
+    ``lookups / passes`` lookup latencies; a pass spawned by another pass
+    (recirculation or clone) is ready when its parent completes and, with
+    ``recirc_port_bps`` set, first crosses the least-loaded of the pipeline's
+    ``recirc_ports`` recirculation ports; the i-th of m >= 2 copies leaving after one pass waits
+    ``i x pre_delay_s`` in the replication engine; then it joins the
+    egress queue of its port.
+    """
+
+    def __init__(self, env: simpy.Environment, name: str, dataplane: DataPlane,
+                 config: SwitchConfig, timed: TimedConfig, recorder: Any) -> None:
+        self.env = env
+        self.name = name
+        self.dataplane = dataplane
+        self.config = config
+        self.timed = timed
+        self.recorder = recorder
+        self.ports: dict[int, EgressPort] = {}
+        self.pipelines = [Pipeline(env, self, i, timed.pipeline_buffer_frames)
+                          for i in range(timed.pipelines)]
+        bps = timed.recirc_port_bps
+        #: per pipeline, its recirculation ports (none: recirculation re-enters at once)
+        self.recirc: list[list[RecircPort]] = [
+            [RecircPort(env, self, f"{i}.{k}", bps, timed.recirc_buffer_frames)
+             for k in range(timed.recirc_ports)] for i in range(timed.pipelines)
+        ] if bps is not None else []
+        self._cache: dict[tuple[int, Any, int], tuple[SwitchConfig, PipelineResult, PassPlan,
+                                                      Any, float]] = {}
+        self._lookup_s: tuple[int, float] = (-1, 0.0)
+
+    # -- configuration (the controller writes here) --------------------------------
+    def set_config(self, config: SwitchConfig) -> None:
+        self.config = config
+
+    def _lookup_time(self) -> float:
+        cfg = self.config
+        if self._lookup_s[0] != id(cfg):
+            t = self.timed
+            entries = (cfg.entry_count(t.lookup_table) if t.lookup_table else cfg.entry_count())
+            self._lookup_s = (id(cfg), t.lookup_time_s(entries))
+        return self._lookup_s[1]
+
+    # -- arrivals --------------------------------------------------------------------
+    def receive(self, in_port: int, frame: Frame) -> None:
+        pkt = _Packet(frame, in_port, (in_port - 1) % len(self.pipelines))
+        latency = self.timed.switch_latency_s
+        if latency > 0:
+            def ready(_ev: simpy.Event) -> None:
+                self.enqueue((pkt, 0))
+
+            call_later(self.env, latency, ready)
+        elif not self.pipelines[pkt.pipe].offer((pkt, 0)):  # enqueue, inline
+            self.recorder.drop(self.env.now, "pipeline", self.name, pkt.pipe, frame[1])
+
+    def enqueue(self, job: tuple[_Packet, int]) -> None:
+        if not self.pipelines[job[0].pipe].offer(job):
+            self.recorder.drop(self.env.now, "pipeline", self.name, job[0].pipe, job[0].frame[1])
+
+    def start(self, pkt: _Packet) -> None:
+        """First pass starts: run the data-plane model on the current tables."""
+        packet, nid, _ = pkt.frame
+        cfg = self.config
+        key = (id(cfg), packet, pkt.in_port)
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not cfg:
+            result = self.dataplane.process(self.name, cfg, packet, pkt.in_port)
+            plan = pass_plan(result)
+            passes = max(result.passes, 1)
+            service = self.timed.pass_s + result.lookups / passes * self._lookup_time()
+            if len(self._cache) >= _PLAN_CACHE_LIMIT:
+                self._cache.clear()
+            hit = self._cache[key] = (cfg, result, plan, plan.steps, service)
+        _, result, pkt.plan, pkt.steps, pkt.service = hit
+        self.recorder.processed(self.name, result, nid)
+
+    def pass_done(self, pkt: _Packet, j: int) -> None:
+        """Pass ``j`` of ``pkt`` completed: spawn its child passes, send its copies.
+
+        (:meth:`Pipeline._finish` runs the same steps inline.)
+        """
+        plan: PassPlan = pkt.plan  # type: ignore[assignment]  # set by start()
+        if j:
+            self.recorder.recirculated(self.name)
+        children = plan.children[j]
+        if children:
+            if self.recirc:
+                self.recirculate(pkt, children)
+            else:
+                for c in children:
+                    self.enqueue((pkt, c))
+        copies = plan.emits[j]
+        if copies:
+            self.send_copies(pkt, copies)
+
+    def recirculate(self, pkt: _Packet, children: tuple[int, ...]) -> None:
+        """Child passes through the least-loaded recirculation port of the pipeline."""
+        ports = self.recirc[pkt.pipe]
+        for c in children:
+            port = min(ports, key=lambda p: len(p.queue)) if len(ports) > 1 else ports[0]
+            if not port.offer((pkt, c)):
+                self.recorder.drop(self.env.now, "recirc", self.name, pkt.pipe, pkt.frame[1])
+
+    def send_copies(self, pkt: _Packet, copies: tuple[Emit, ...]) -> None:
+        """Copies leaving after one pass: through the PRE (``pre_delay_s`` each) to egress."""
+        _, nid, hops = pkt.frame
+        pre = self.timed.pre_delay_s
+        if len(copies) >= 2 and pre > 0:
+            for i, emit in enumerate(copies, start=1):
+                call_later(self.env, i * pre, self._replica(emit, nid, hops))
+        else:
+            ports = self.ports
+            for emit in copies:  # egress, inline
+                port = ports.get(emit.port)
+                if port is None:
+                    self.egress(emit, nid, hops)  # raises
+                elif not port.offer((emit.packet, nid, hops)):  # EgressPort.send
+                    self.recorder.drop(self.env.now, "egress", self.name, emit.port, nid)
+
+    def _replica(self, emit: Emit, nid: int, hops: int) -> Callable[[simpy.Event], None]:
+        def leave(_ev: simpy.Event) -> None:
+            self.egress(emit, nid, hops)
+        return leave
+
+    def egress(self, emit: Emit, nid: int, hops: int = 0) -> None:
+        port = self.ports.get(emit.port)
+        if port is None:
+            raise EngineError(f"{self.name} sent a frame out of port {emit.port}, "
+                              "which does not exist")
+        port.send((emit.packet, nid, hops))

@@ -1,0 +1,1 @@
+"""Workload and receiver models: who publishes and who receives each notification."""

@@ -1,0 +1,163 @@
+"""Receiver models: who receives each notification.
+
+A model is configured by a spec string (``uniform:percent=30``,
+``frequency:subscribers=30``) and registered in :data:`RECEIVER_MODELS`.
+``model.population(topology, rng)`` fixes everything that stays put during a
+run (who subscribes to whom, per-host interest); ``population.receivers``
+draws the receiver set of one notification.
+
+- ``uniform`` (seed 000 §3.5.2, §4.4): round(percent/100 x |hosts|) hosts,
+  uniformly, the publisher excluded (digest §7.4); capped at |hosts| - 1.
+- ``frequency`` (seed 000 §5.4, Table 5.1): each publisher has
+  ``subscribers`` percent of the other hosts as subscribers; each host has a
+  fixed notification frequency drawn from U(freq_min, freq_max) percent; a
+  subscriber receives a notification with that probability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from topologies.model import Topology
+from topologies.registry import Registry, check, make_params, parse_spec
+
+
+class Population(Protocol):
+    """What stays fixed during a cell; draws each notification's receivers.
+
+    A population may also define ``stable(publisher, run) -> frozenset`` (the
+    publisher's stable subscribers at notification ``run``), which runners
+    pass to strategies as ``Knowledge.stable`` (hybrid trees, seed 000 §4.3).
+    """
+
+    @property
+    def publishers(self) -> tuple[str, ...]: ...
+
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverModelKind:
+    name: str
+    params: type
+    build: Callable[[Any, Topology, np.random.Generator], Population]
+    summary: str
+
+
+RECEIVER_MODELS: Registry[ReceiverModelKind] = Registry("receiver model")
+
+
+def register_receiver_model(name: str, params: type, summary: str) -> Callable:
+    def deco(fn: Callable[[Any, Topology, np.random.Generator], Population]) -> Callable:
+        RECEIVER_MODELS.add(name, ReceiverModelKind(name, params, fn, summary))
+        return fn
+    return deco
+
+
+@dataclass(frozen=True)
+class ReceiverModel:
+    """A parsed, validated receiver-model spec."""
+
+    spec: str
+    kind: ReceiverModelKind
+    params: Any
+
+    def population(self, topology: Topology, rng: np.random.Generator) -> Population:
+        return self.kind.build(self.params, topology, rng)
+
+
+def load_builtin_receiver_models() -> None:
+    """Import the modules that register the other built-in receiver models."""
+    from sim.workloads import clustered, content, replacement  # noqa: F401
+
+
+def receiver_model(spec: str) -> ReceiverModel:
+    """Parse and validate a receiver-model spec string."""
+    load_builtin_receiver_models()
+    name, raw = parse_spec(spec)
+    kind = RECEIVER_MODELS.get(name)
+    return ReceiverModel(spec, kind, make_params(kind.params, raw, f"receiver model {spec!r}"))
+
+
+def _sample(hosts: list[str], k: int, rng: np.random.Generator) -> frozenset[str]:
+    if not k:
+        return frozenset()
+    return frozenset(hosts[i] for i in rng.choice(len(hosts), size=k, replace=False))
+
+
+# -- uniform ----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UniformParams:
+    percent: float = 30.0
+
+    def __post_init__(self) -> None:
+        check(0 <= self.percent <= 100, f"percent must be in [0, 100], got {self.percent}")
+
+
+@dataclass(frozen=True)
+class UniformPopulation:
+    topology: Topology
+    percent: float
+
+    @property
+    def publishers(self) -> tuple[str, ...]:
+        return self.topology.hosts
+
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+        others = [h for h in self.topology.hosts if h != publisher]
+        k = min(round(self.percent / 100 * len(self.topology.hosts)), len(others))
+        return _sample(others, k, rng)
+
+
+@register_receiver_model("uniform", UniformParams,
+                         "percent% of all hosts, uniformly, publisher excluded (seed 000 ch. 3-4)")
+def _uniform(params: UniformParams, topology: Topology, rng: np.random.Generator) -> Population:
+    return UniformPopulation(topology, params.percent)
+
+
+# -- frequency ----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrequencyParams:
+    subscribers: float = 30.0
+    freq_min: float = 1.0
+    freq_max: float = 100.0
+
+    def __post_init__(self) -> None:
+        check(0 <= self.subscribers <= 100,
+              f"subscribers must be a percentage in [0, 100], got {self.subscribers}")
+        check(0 <= self.freq_min <= self.freq_max <= 100,
+              "freq_min and freq_max must satisfy 0 <= freq_min <= freq_max <= 100")
+
+
+@dataclass(frozen=True)
+class FrequencyPopulation:
+    publishers: tuple[str, ...]
+    subscribers: dict[str, tuple[str, ...]]
+    frequency: dict[str, float]
+
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+        subs = self.subscribers[publisher]
+        draws = rng.random(len(subs))
+        return frozenset(h for h, u in zip(subs, draws, strict=True) if u < self.frequency[h])
+
+
+@register_receiver_model("frequency", FrequencyParams,
+                         "per-publisher subscribers with a fixed per-host notification "
+                         "frequency U(1%,100%) (seed 000 ch. 5)")
+def _frequency(params: FrequencyParams, topology: Topology, rng: np.random.Generator
+               ) -> Population:
+    hosts = list(topology.hosts)
+    freq = rng.uniform(params.freq_min / 100, params.freq_max / 100, size=len(hosts))
+    subscribers = {}
+    for pub in hosts:
+        others = [h for h in hosts if h != pub]
+        k = min(round(params.subscribers / 100 * len(hosts)), len(others))
+        subscribers[pub] = tuple(sorted(_sample(others, k, rng), key=topology.host_id))
+    frequency = dict(zip(hosts, freq.tolist(), strict=True))
+    return FrequencyPopulation(tuple(hosts), subscribers, frequency)

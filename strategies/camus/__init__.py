@@ -1,0 +1,1 @@
+"""Camus BDD content filters (seed 003)."""

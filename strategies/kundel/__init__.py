@@ -1,0 +1,1 @@
+"""Kundel et al.'s content filters (seed 002)."""

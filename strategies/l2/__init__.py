@@ -1,0 +1,1 @@
+"""The classic baselines on plain L2: unicast, broadcast, IP multicast."""

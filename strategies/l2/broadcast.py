@@ -1,0 +1,39 @@
+"""``broadcast``: a preinstalled spanning tree per publisher reaching every host.
+
+Seed 000 §3.5.4 and digest §7.18: a shortest-path tree from the publisher's
+switch over all switches and hosts (the publisher's own host excluded),
+installed as one multicast group per switch keyed by (broadcast MAC,
+publisher MAC). Hosts filter locally, so every non-receiver reached counts as
+a false positive. Trees are installed for the publishers the controller knows.
+"""
+
+from __future__ import annotations
+
+from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.packet import BROADCAST_MAC, Notification, host_mac
+from sim.dataplanes.trees import shortest_path_tree
+from strategies.base import Encoding, Knowledge, Strategy, register_strategy
+from strategies.l2.rules import event_packet, install_tree_groups
+from topologies.model import Topology
+
+
+@register_strategy
+class Broadcast(Strategy):
+    name = "broadcast"
+    dataplane = "l2"
+    scope = "publisher"
+    summary = "spanning tree per publisher to every host; hosts filter (false positives)"
+
+    def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        builder = StateBuilder()
+        for pub in knowledge.publishers:
+            everyone = [h for h in topology.hosts if h != pub]
+            tree = shortest_path_tree(topology, topology.host_switch(pub), everyone)
+            install_tree_groups(builder, topology, tree, topology.host_id(pub) + 1,
+                                BROADCAST_MAC, host_mac(topology, pub))
+        return builder.build(topology.switches)
+
+    def encode(self, topology: Topology, state: ControlState, notification: Notification,
+               receivers: frozenset[str], payload: bytes) -> Encoding:
+        src = host_mac(topology, notification.publisher)
+        return Encoding((event_packet(BROADCAST_MAC, src, payload),))

@@ -1,0 +1,44 @@
+"""Helpers shared by the L2 baselines (unicast, broadcast, IP multicast).
+
+They all run on the ``l2`` data plane (``sim/dataplanes/l2/reference.py``): one table
+``MyIngress.l2_forward`` keyed by (destination MAC exact, source MAC ternary).
+"""
+
+from __future__ import annotations
+
+from sim.dataplanes.control_state import Exact, StateBuilder, TableEntry, Ternary
+from sim.dataplanes.l2.reference import FORWARD, MULTICAST, TABLE
+from sim.dataplanes.packet import Packet
+from sim.dataplanes.trees import Tree
+from topologies.model import Topology
+
+ETHERTYPE_EVENT = 0x88B5  # IEEE 802 local experimental EtherType 1
+ALL_ONES_MAC = 0xFFFF_FFFF_FFFF
+
+
+def l2_entry(dst_mac: int, action: str, value: int, src_mac: int | None = None) -> TableEntry:
+    """An ``l2_forward`` entry; ``src_mac=None`` matches any source."""
+    src = Ternary(0, 0) if src_mac is None else Ternary(src_mac, ALL_ONES_MAC)
+    param = "port" if action == FORWARD else "group"
+    return TableEntry(
+        table=TABLE,
+        match=(("hdr.ethernet.dstAddr", Exact(dst_mac)), ("hdr.ethernet.srcAddr", src)),
+        action=action,
+        params=((param, value),),
+        priority=1 if src_mac is None else 2,
+    )
+
+
+def install_tree_groups(builder: StateBuilder, topology: Topology, tree: Tree, group: int,
+                        dst_mac: int, src_mac: int | None = None) -> None:
+    """Install ``tree`` as one multicast group per tree switch, keyed by ``dst_mac``."""
+    for sw in tree.switches(topology):
+        ports = [topology.port_to(sw, c) for c in tree.children.get(sw, ())]
+        if not ports:
+            continue
+        builder.add_group(sw, group, ports)
+        builder.add_entry(sw, l2_entry(dst_mac, MULTICAST, group, src_mac))
+
+
+def event_packet(dst_mac: int, src_mac: int, payload: bytes) -> Packet:
+    return Packet(dst_mac=dst_mac, src_mac=src_mac, ethertype=ETHERTYPE_EVENT, payload=payload)

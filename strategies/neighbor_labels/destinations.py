@@ -1,0 +1,94 @@
+"""``destinations``: subscriber-id labels over preinstalled paths (seed 000 §4.2.2).
+
+The header lists only the subscriber ids. Every switch holds one rule per
+host of the network ("a single flow rule per subscriber ID"): DEST label ->
+the port of the next hop towards that host, so the network holds
+n_switches x n_hosts rules (256^2 = 65,536 for 256 switches with one host
+each). A switch looks every id up, makes one clone per port (served-ports
+bitmask) and strips from each clone the ids of other ports, on the
+``neighbor_labels`` data plane. It is the analogue of Xcast.
+
+Deviations and choices:
+
+- Paths are BFS shortest paths towards each host (ties to the lowest name),
+  the same next hops as ``unicast``; the union of the paths from one
+  publisher need not be a tree, so a switch may receive two copies for
+  different subscribers (each copy carries only its own ids, so no host gets
+  a duplicate).
+- Update-free under subscription change (the rules depend on the topology
+  only), following §4.4.2 ("eliminating the need for updates"); §4.2.2's
+  contrary sentence is the [BUG] of digest §3.7/§7.19.
+- Labels are 16 bit (2-bit type ``10`` + 14-bit host id).
+- ``on_oversize="split"`` sends one packet per output port of the
+  publisher's switch (one per root subtree).
+
+References
+----------
+Seed 000 §4.2.2 (Fig. 4.2), §4.4.2 (Fig. 4.6, n^2 rules); digest ch. 1-4 §3.7,
+§7.19.
+"""
+
+from __future__ import annotations
+
+from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.neighbor_labels.codec import dest_label
+from sim.dataplanes.neighbor_labels.reference import (
+    NeighborLabelsDataPlane,
+    dest_entry,
+    install_clone_sessions,
+)
+from sim.dataplanes.packet import Notification
+from sim.dataplanes.trees import next_hop_port
+from strategies.base import Encoding, Knowledge, Strategy, register_strategy
+from strategies.virtual_tree.labels import LabelParams, check_receivers, encode_stacks, label_format
+from topologies.model import Topology
+
+
+@register_strategy
+class Destinations(Strategy):
+    """Subscriber-id labels; one path rule per host on every switch (n^2 rules)."""
+
+    name = "destinations"
+    dataplane = "neighbor_labels"
+    Params = LabelParams
+    scope = "topology"
+    summary = "subscriber ids in the header; one path rule per host on every switch"
+
+    def model(self) -> NeighborLabelsDataPlane:
+        return NeighborLabelsDataPlane(label_format(self.params))
+
+    def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        """One ``check_dest`` rule per (switch, host) and one clone session per port."""
+        fmt = label_format(self.params)
+        builder = StateBuilder()
+        for host in topology.hosts:
+            for sw in topology.switches:
+                builder.add_entry(sw, dest_entry(fmt, topology, host,
+                                                 next_hop_port(topology, sw, host)))
+        for sw in topology.switches:
+            install_clone_sessions(builder, topology, sw, fmt)
+        return builder.build(topology.switches)
+
+    def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
+               ) -> ControlState:
+        """Update-free: subscription changes need no rule writes."""
+        return state
+
+    def encode(self, topology: Topology, state: ControlState, notification: Notification,
+               receivers: frozenset[str], payload: bytes) -> Encoding:
+        check_receivers(notification.publisher, receivers)
+        if not receivers:
+            return Encoding(())
+        fmt = label_format(self.params)
+        order = sorted(receivers, key=topology.host_id)
+        labels = [dest_label(fmt, topology, h) for h in order]
+        root = topology.host_switch(notification.publisher)
+
+        def split() -> list[list[int]]:
+            groups: dict[int, list[int]] = {}
+            for h in order:
+                groups.setdefault(next_hop_port(topology, root, h), []).append(
+                    dest_label(fmt, topology, h))
+            return [groups[p] for p in sorted(groups)]
+
+        return encode_stacks(topology, self.params, fmt, notification, payload, labels, split)

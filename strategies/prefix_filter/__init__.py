@@ -1,0 +1,1 @@
+"""PLEROMA's dz prefix filters with flow limits (seeds 001-002)."""

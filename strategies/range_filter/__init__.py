@@ -1,0 +1,1 @@
+"""Range-box content filters (seed 004)."""

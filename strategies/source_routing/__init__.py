@@ -1,0 +1,1 @@
+"""Source-routing label-stack strategies (seed 000 ch. 3)."""

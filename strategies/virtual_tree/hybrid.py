@@ -1,0 +1,257 @@
+"""``hybrid``: a stored tree T' of the stable subscribers plus hop labels (seed 000 §4.3).
+
+T is the publisher's shortest-path tree over all potential subscribers; T'
+keeps only its branches towards the *stable* subscribers and is stored once
+(one ``check_tree`` bitmask rule per T' switch). A notification's header is
+
+    [tree label T'] + [stop labels] + [hop labels]
+
+on the ``virtual_tree`` data plane (the ch. 5 program, which is the P4
+implementation of §4.3.2 with served-ports duplicate suppression):
+
+- the tree label makes every T' switch clone to its T' child ports (the
+  label is kept for the switches below);
+- a stop label cuts a T' edge that leads to no receiver of this
+  notification (stable subscribers that are not receivers);
+- hop labels (one per edge, consumed where applied) carry the *extensions*:
+  for each dynamic subscriber the path of the shortest-path tree from its
+  deepest T' ancestor down to it; such paths never re-enter T', and D = T'
+  (minus stopped edges) plus the extensions is the shortest-path tree to the
+  receivers, so no copy is duplicated.
+
+Stable subscribers: ``Knowledge.stable[publisher]`` when the controller knows
+them (T' is then stored once per publisher, tree id ``host_id + 1``, and
+reused for every notification, stop labels pruning absent stable
+subscribers); otherwise, for each known receiver set R, ``round(y% x |R|)``
+receivers drawn at random (digest §7.13) with a generator seeded from the
+publisher, R and the ``seed`` parameter (never global state), stored under
+tree ids ``n_hosts + 1, ...``. ``ratio="x:y"`` is hop%:tree% ("80:20
+indicates that 80% of subscribers are reached using dynamically added hop
+entries").
+
+Rules per switch: ``check_hop`` and ``check_stop`` (one per port each),
+``extract_port`` (one ternary rule per port), clone sessions, plus one
+``check_tree`` rule per stored T' through the switch.
+
+Deviations from Fig. 4.3 (node-id hops with a subtree-root id and marker
+elements): hop labels name *edges* (ch. 5 ``edge_id``), applied by the
+switch at either end of the edge, so no subtree-root ids and no markers are
+needed; stop labels are an addition (ch. 5) that lets a per-publisher T'
+serve receiver sets without all its stable subscribers. Hop labels are not
+pruned along T' (as in the thesis: "the header stack remains unchanged").
+``on_oversize="split"`` sends one packet per child subtree of the
+publisher's switch: the tree label with stops on the other T' root edges,
+or only hop labels when that child is not on T'.
+
+References
+----------
+Seed 000 §4.3 (Fig. 4.3), §4.3.2 (Fig. 4.4), §4.4.2-4.4.3; §5.2.4-5.2.6
+(tree/hop/stop labels); digest ch. 1-4 §3.9, §7.12, §7.13 and ch. 5-7 §1.5.4.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.packet import Notification
+from sim.dataplanes.seeds import child_rng, stable_seed
+from sim.dataplanes.trees import Tree, shortest_path_tree
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.reference import (
+    VirtualTreeDataPlane,
+    hop_label,
+    install_port_rules,
+    stop_label,
+    tree_label,
+)
+from strategies.base import Encoding, Knowledge, Strategy, register_strategy
+from strategies.virtual_tree.labels import (
+    LabelParams,
+    check_receivers,
+    edge_id,
+    encode_stacks,
+    label_format,
+    round_half_up,
+    subtree_preorder,
+    tree_key,
+    validate_label_params,
+)
+from strategies.virtual_tree.tree import install_stored_tree
+from topologies.model import Topology, node_sort_key
+from topologies.registry import SpecError, check
+
+
+def parse_ratio(text: str) -> tuple[int, int]:
+    """``"80:20"`` -> (80, 20): hop% and tree%, integers summing to 100."""
+    hop, sep, tree = str(text).partition(":")
+    try:
+        x, y = int(hop), int(tree)
+    except ValueError:
+        raise SpecError(f"ratio must be 'x:y' (hop%:tree%), got {text!r}") from None
+    check(bool(sep) and x >= 0 and y >= 0 and x + y == 100,
+          f"ratio must be 'x:y' with x + y = 100 (hop%:tree%), got {text!r}")
+    return x, y
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HybridParams(LabelParams):
+    """Parameters of ``hybrid``: the label widths of :class:`LabelParams` plus
+
+    Parameters
+    ----------
+    ratio : str
+        ``"x:y"``: x% of a notification's receivers reached by hop labels, y%
+        by the stored tree (default ``"80:20"``); used when the controller
+        does not know the stable subscribers.
+    seed : int
+        Seed of the random stable/dynamic split (with the publisher and the
+        receiver set).
+    """
+
+    ratio: str = "80:20"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        validate_label_params(self)
+        parse_ratio(self.ratio)
+
+
+def choose_stable(topology: Topology, publisher: str, receivers: frozenset[str], tree_percent: int,
+                  seed: int) -> frozenset[str]:
+    """``round(tree_percent% x |receivers|)`` receivers drawn at random as stable.
+
+    The generator is seeded from (publisher, sorted receivers, seed), so the
+    control plane and the encoder draw the same set on any machine.
+    """
+    ordered = sorted(receivers, key=topology.host_id)
+    k = round_half_up(tree_percent * len(ordered), 100)
+    root = stable_seed({"publisher": publisher, "receivers": ordered, "seed": seed})
+    picks = child_rng(root, "hybrid.stable").choice(len(ordered), size=k, replace=False)
+    return frozenset(ordered[int(i)] for i in picks)
+
+
+def stored_tree(topology: Topology, publisher: str, stable: frozenset[str]) -> Tree:
+    """T': the shortest-path tree from the publisher's switch to the stable subscribers."""
+    return shortest_path_tree(topology, topology.host_switch(publisher), stable)
+
+
+def install_stable_tree(builder: StateBuilder, topology: Topology, publisher: str,
+                        stable: frozenset[str], tree_id: int, fmt: LabelFormat) -> None:
+    """Store T' of ``stable`` under ``tree_id`` (one bitmask rule per T' switch)."""
+    check_receivers(publisher, stable)
+    if stable:
+        tree_label(fmt, tree_id)  # raises if the id does not fit
+        install_stored_tree(builder, topology, stored_tree(topology, publisher, stable),
+                            tree_id, fmt)
+
+
+def hybrid_stacks(topology: Topology, fmt: LabelFormat, publisher: str,
+                  receivers: frozenset[str], stable: frozenset[str], tree_id: int
+                  ) -> tuple[list[int], list[list[int]]]:
+    """The header labels of one notification, and its per-root-subtree split.
+
+    Returns
+    -------
+    labels : list of int
+        Tree label (if T' shares an edge with the delivery tree), stops, hops.
+    parts : list of list of int
+        One stack per child of the publisher's switch in the delivery tree.
+    """
+    root = topology.host_switch(publisher)
+    d = shortest_path_tree(topology, root, receivers)
+    d_edges = set(d.edges())
+    t_edges: list[tuple[str, str]] = []
+    t_children: tuple[str, ...] = ()
+    if stable:
+        t = stored_tree(topology, publisher, stable)
+        t_edges = list(t.edges())
+        t_children = t.children.get(root, ())
+    used = {e for e in t_edges if e in d_edges}
+    d_nodes = set(d.parent) | {root}
+    stops = [e for e in t_edges if used and e not in d_edges and e[0] in d_nodes]
+    hops = [e for e in d.edges() if e not in used]
+    tlab = [tree_label(fmt, tree_id)] if used else []
+
+    def labels_of(stop_edges: list[tuple[str, str]], hop_edges: list[tuple[str, str]]
+                  ) -> list[int]:
+        return ([stop_label(fmt, edge_id(topology, a, b)) for a, b in stop_edges]
+                + [hop_label(fmt, edge_id(topology, a, b)) for a, b in hop_edges])
+
+    labels = tlab + labels_of(stops, hops)
+    parts = []
+    for child in d.children.get(root, ()):
+        inside = set(subtree_preorder(d, child))
+        sub_hops = [e for e in hops if e[1] in inside]
+        if (root, child) in used:
+            sub_stops = [(root, c) for c in t_children if c != child]
+            sub_stops += [e for e in stops if e[0] in inside]
+            parts.append(tlab + labels_of(sub_stops, sub_hops))
+        else:
+            parts.append(labels_of([], sub_hops))
+    return labels, parts
+
+
+@register_strategy
+class Hybrid(Strategy):
+    """Stored tree of the stable subscribers plus edge hop labels for the others."""
+
+    name = "hybrid"
+    dataplane = "virtual_tree"
+    Params = HybridParams
+    scope = "receivers"
+    summary = "stored tree of stable subscribers + hop labels for dynamic ones (x:y hop:tree)"
+
+    def model(self) -> VirtualTreeDataPlane:
+        return VirtualTreeDataPlane(label_format(self.params))
+
+    def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        fmt = label_format(self.params)
+        _, tree_percent = parse_ratio(self.params.ratio)
+        builder = StateBuilder()
+        for sw in topology.switches:
+            install_port_rules(builder, topology, sw, fmt)
+        per_publisher: dict[str, dict[str, Any]] = {}
+        per_set: dict[str, dict[str, Any]] = {}
+        next_id = len(topology.hosts) + 1
+        for pub in sorted(set(knowledge.receiver_sets) | set(knowledge.stable), key=node_sort_key):
+            if pub in knowledge.stable:
+                stable = frozenset(knowledge.stable[pub])
+                tree_id = topology.host_id(pub) + 1
+                install_stable_tree(builder, topology, pub, stable, tree_id, fmt)
+                per_publisher[pub] = {"tree": tree_id,
+                                      "stable": sorted(stable, key=topology.host_id)}
+                continue
+            for receivers in sorted(knowledge.receiver_sets[pub], key=sorted):
+                key = tree_key(pub, receivers)
+                if key in per_set or not receivers:
+                    continue
+                check_receivers(pub, receivers)
+                stable = choose_stable(topology, pub, receivers, tree_percent, self.params.seed)
+                tree_id = 0
+                if stable:
+                    tree_id, next_id = next_id, next_id + 1
+                    install_stable_tree(builder, topology, pub, stable, tree_id, fmt)
+                per_set[key] = {"tree": tree_id, "stable": sorted(stable, key=topology.host_id)}
+        return builder.build(topology.switches, {"stable_trees": per_publisher,
+                                                 "set_trees": per_set})
+
+    def encode(self, topology: Topology, state: ControlState, notification: Notification,
+               receivers: frozenset[str], payload: bytes) -> Encoding:
+        pub = notification.publisher
+        check_receivers(pub, receivers)
+        if not receivers:
+            return Encoding(())
+        info = state.publisher_info
+        entry = info.get("set_trees", {}).get(tree_key(pub, receivers))
+        if entry is None:
+            entry = info.get("stable_trees", {}).get(pub)
+        if entry is None:
+            raise LookupError(f"no stored tree for publisher {pub} and these receivers; install "
+                              f"with their receiver set or the publisher's stable subscribers")
+        fmt = label_format(self.params)
+        labels, parts = hybrid_stacks(topology, fmt, pub, receivers,
+                                      frozenset(entry["stable"]), entry["tree"])
+        return encode_stacks(topology, self.params, fmt, notification, payload, labels,
+                             lambda: parts)

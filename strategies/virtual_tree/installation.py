@@ -1,0 +1,606 @@
+"""Virtual trees: records, capacity-checked installation, rules, updates, strategy base.
+
+A *virtual tree* (VT) is a set of links stored network-wide under one tree id
+(seed 000 §5.2). On every switch incident to one of its links the controller
+installs one ``check_tree`` rule: tree label -> bitmask of the switch's VT
+ports (bidirectional: any VT switch can be a source). Hosts need no rule.
+
+Capacity (§5.4, Table 5.1, digest A8): ``max_rules`` bounds the ``check_tree``
+rules of each switch; per-port ``check_hop`` / ``check_stop`` /
+``extract_port`` rules and clone sessions are always present and free. A VT
+is installed only if *every* switch it needs has room; ``on_full`` says what
+happens otherwise: ``stop`` ends the installation (the literal reading of
+the random strategy, §6.2.2) and ``skip`` tries the next candidate (A9).
+Candidates with fewer than ``min_edges`` links are ignored (ε of Algorithm
+5.2, ch. 6's "minimum installation requirement") and a link set already
+installed is not installed twice.
+
+Tree ids are 1, 2, ... in installation order and are never reused: the
+state records ``next_tree_id`` and updates continue from it; an id that no
+longer fits the label's id field raises (no wrap-around, digest §1.4).
+
+Updates (§5.3.7): :func:`plan_update` computes the target VT set (a VT whose
+link set is unchanged keeps its id) and the states of the thesis protocol:
+install the new VTs, inform the publishers, delete the old ones. When a
+switch cannot hold old and new VTs at once, the new VTs that do not fit are
+installed in a second round after the deletions, so capacity is never
+exceeded at any step. :func:`sim.dataplanes.control_state.diff` of consecutive states gives
+the P4Runtime writes.
+
+What the publishers are told (``ControlState.publisher_info``): the VTs
+they may use (``virtual_trees``: ``[[id, [edge ids]], ...]``) and
+``next_tree_id``; the encoder (:mod:`strategies.virtual_tree.encoder`) reads nothing
+else.
+
+Workload knowledge reaches installation through ``Knowledge.population``:
+an object with ``controller_view()`` (:class:`sim.workloads.clustered.
+ControllerView`), or one with ``publishers``, ``subscribers`` and
+``frequency`` (the ``frequency`` receiver model of ch. 5).
+
+Deviations: none from the thesis's stated rules; the capacity policy,
+``min_edges``, duplicate suppression and the two-round update are the
+digest's recommendations where the thesis is silent.
+
+References
+----------
+Seed 000 §5.2.1 (bidirectional state), §5.2.6 (tables), §5.3.7 (update
+protocol, no id reuse), §5.4 (Table 5.1 ``max_rules``), §6.2.2 (full
+switches); digest ch. 5-7 §1.3, §1.4, §1.7, A8, A9.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sim.dataplanes.control_state import ControlState, StateBuilder, Write, diff
+from sim.dataplanes.packet import Notification
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.reference import (
+    VirtualTreeDataPlane,
+    hop_label,
+    install_port_rules,
+    stop_label,
+    tree_label,
+    tree_ports_entry,
+)
+from strategies.base import Encoding, Knowledge, Strategy
+from strategies.virtual_tree.client_view import ControllerView
+from strategies.virtual_tree.encoder import (
+    CompiledTree,
+    EncoderMode,
+    EncoderOptions,
+    SteinerMethod,
+    compile_tree,
+    encode_virtual_trees,
+    encoder_graph,
+    steiner_sph,
+)
+from strategies.virtual_tree.labels import (
+    LabelParams,
+    check_receivers,
+    encode_stacks,
+    label_format,
+    validate_label_params,
+)
+from topologies.model import Topology
+from topologies.registry import SpecError, check
+
+OnFull = Literal["stop", "skip"]
+
+
+# -- records ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A VT the strategy would like to install: its links (edge ids) and a name.
+
+    ``group`` names a memory budget (see ``group_limits`` of
+    :func:`install_trees`).
+    """
+
+    edges: frozenset[int]
+    name: str = ""
+    group: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualTree:
+    """An installed VT."""
+
+    tree_id: int
+    edges: tuple[int, ...]
+    name: str = ""
+    group: str = ""
+
+
+def link_ends(topology: Topology, edge_id: int) -> tuple[str, str]:
+    """The two nodes of link ``edge_id``."""
+    link = topology.links[edge_id - 1]
+    return link.a, link.b
+
+
+def tree_ports(topology: Topology, edges: Iterable[int]) -> dict[str, list[int]]:
+    """Switch -> its ports on the VT (what its ``check_tree`` bitmask holds)."""
+    out: dict[str, list[int]] = {}
+    for e in edges:
+        link = topology.links[e - 1]
+        for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+            if not topology.is_host(node):
+                out.setdefault(node, []).append(port)
+    return {s: sorted(p) for s, p in out.items()}
+
+
+def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
+    """Whether the links form one connected subgraph."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])
+            x = parent[x]
+        return x
+
+    nodes: set[str] = set()
+    for e in edges:
+        a, b = link_ends(topology, e)
+        nodes.update((a, b))
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    return len({find(n) for n in nodes}) <= 1
+
+
+def switch_edges(topology: Topology, pairs: Iterable[tuple[str, str]]) -> frozenset[int]:
+    """Edge ids of adjacent node pairs."""
+    return frozenset(topology.ports(a)[topology.port_to(a, b)].link.edge_id for a, b in pairs)
+
+
+def steiner_links(topology: Topology, switches: Iterable[str]) -> frozenset[int]:
+    """Links of the shortest-path Steiner heuristic over ``switches`` (all weights 1).
+
+    The tree grows from the lowest-index switch; ties as in
+    :func:`strategies.virtual_tree.encoder.steiner_sph`.
+    """
+    g = encoder_graph(topology)
+    idx = sorted({g.index[s] for s in switches})
+    if len(idx) < 2:
+        return frozenset()
+    edges, _ = steiner_sph(g, idx[0], idx)
+    return frozenset(edges)
+
+
+def host_links(topology: Topology, switches: Iterable[str]) -> frozenset[int]:
+    """The links of every host attached to ``switches``."""
+    out = set()
+    for s in switches:
+        for h in topology.hosts_of(s):
+            out.add(topology.ports(s)[topology.port_to(s, h)].link.edge_id)
+    return frozenset(out)
+
+
+# -- installation -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Installation:
+    """The outcome of :func:`install_trees`."""
+
+    trees: tuple[VirtualTree, ...]
+    next_id: int
+    rejected: int
+    usage: Mapping[str, int] = field(default_factory=dict)
+
+
+def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_rules: int,
+                  on_full: OnFull, fmt: LabelFormat, next_id: int = 1,
+                  usage: Mapping[str, int] | None = None, min_edges: int = 2,
+                  max_trees: int | None = None, max_failures: int | None = None,
+                  group_limits: Mapping[str, int] | None = None,
+                  exclude: Iterable[frozenset[int]] = ()) -> Installation:
+    """Install candidates in order while every switch they need has a free rule.
+
+    Parameters
+    ----------
+    candidates : iterable of Candidate
+        May be infinite if ``on_full="stop"``, ``max_trees`` or
+        ``max_failures`` ends it.
+    max_rules : int
+        ``check_tree`` rules per switch.
+    on_full : {"stop", "skip"}
+        On a candidate that does not fit: end, or try the next one.
+    next_id : int
+        First tree id to hand out.
+    usage : mapping, optional
+        Rules already used per switch (kept VTs of an update).
+    min_edges : int
+        Candidates with fewer links are ignored.
+    max_trees : int, optional
+        Stop after installing this many VTs.
+    max_failures : int, optional
+        With ``skip``: stop after this many consecutive candidates that did
+        not fit.
+    group_limits : mapping, optional
+        Group -> rules per switch that VTs of that group may use in total.
+    exclude : iterable of frozenset
+        Link sets that count as already installed.
+
+    Raises
+    ------
+    ValueError
+        If a candidate is not connected (a VT must be one subgraph).
+    FieldRangeError
+        If a tree id does not fit the label's id field.
+    """
+    used = dict(usage or {})
+    group_used: dict[tuple[str, str], int] = {}
+    seen = set(exclude)
+    trees: list[VirtualTree] = []
+    rejected = failures = 0
+    for cand in candidates:
+        if max_trees is not None and len(trees) >= max_trees:
+            break
+        if len(cand.edges) < min_edges or cand.edges in seen:
+            continue
+        switches = tree_ports(topology, cand.edges)
+        limit = None if group_limits is None else group_limits.get(cand.group)
+        full = any(used.get(s, 0) >= max_rules for s in switches) or (
+            limit is not None and any(group_used.get((cand.group, s), 0) >= limit
+                                      for s in switches))
+        if full:
+            rejected += 1
+            failures += 1
+            if on_full == "stop" or (max_failures is not None and failures >= max_failures):
+                break
+            continue
+        if not is_connected(topology, cand.edges):
+            raise ValueError(f"virtual tree {cand.name or sorted(cand.edges)} is not connected")
+        failures = 0
+        tree_label(fmt, next_id)  # raises FieldRangeError: ids never wrap around
+        trees.append(VirtualTree(next_id, tuple(sorted(cand.edges)), cand.name, cand.group))
+        next_id += 1
+        seen.add(cand.edges)
+        for s in switches:
+            used[s] = used.get(s, 0) + 1
+            group_used[(cand.group, s)] = group_used.get((cand.group, s), 0) + 1
+    return Installation(tuple(trees), next_id, rejected, used)
+
+
+def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[VirtualTree],
+                next_id: int, published: Sequence[VirtualTree] | None = None,
+                extra: Mapping[str, Any] | None = None) -> ControlState:
+    """Per-port rules on every switch plus one ``check_tree`` rule per VT switch.
+
+    ``published`` (default: ``installed``) is what the publishers are told.
+    """
+    builder = StateBuilder()
+    for sw in topology.switches:
+        install_port_rules(builder, topology, sw, fmt)
+    for t in installed:
+        for sw, ports in tree_ports(topology, t.edges).items():
+            builder.add_entry(sw, tree_ports_entry(fmt, t.tree_id, ports))
+    pub = installed if published is None else published
+    info = {"virtual_trees": [[t.tree_id, list(t.edges), t.name, t.group] for t in pub],
+            "next_tree_id": next_id, **(extra or {})}
+    return builder.build(topology.switches, info)
+
+
+def published_trees(state: ControlState) -> tuple[VirtualTree, ...]:
+    """The VTs the publishers were told about."""
+    return tuple(VirtualTree(int(i), tuple(e), n, g)
+                 for i, e, n, g in state.publisher_info.get("virtual_trees", ()))
+
+
+def tree_rule_counts(state: ControlState) -> dict[str, int]:
+    """``check_tree`` rules per switch."""
+    return {s: c.entry_count("MyIngress.check_tree") for s, c in state.switches.items()}
+
+
+# -- updates ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """The states of one rule-base update and the writes between them.
+
+    ``steps`` are ``(action, state)`` with action ``install``, ``inform`` or
+    ``delete``, starting from the old state; ``writes`` concatenates
+    :func:`sim.dataplanes.control_state.diff` of consecutive states.
+    """
+
+    steps: tuple[tuple[str, ControlState], ...]
+    writes: tuple[Write, ...]
+
+    @property
+    def final(self) -> ControlState:
+        return self.steps[-1][1]
+
+
+def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
+                candidates: Iterable[Candidate], *, max_rules: int, on_full: OnFull,
+                min_edges: int = 2, max_trees: int | None = None,
+                max_failures: int | None = None,
+                group_limits: Mapping[str, int] | None = None) -> UpdatePlan:
+    """Install-inform-delete from ``old`` to the VTs ``candidates`` select (§5.3.7).
+
+    The target is what :func:`install_trees` would install from scratch, except
+    that a candidate equal to an old VT keeps that VT (same id, no write).
+    New VTs get ids from the old state's ``next_tree_id`` on.
+    """
+    old_trees = published_trees(old)
+    next_id = int(old.publisher_info.get("next_tree_id", 1))
+    by_edges = {frozenset(t.edges): t for t in old_trees}
+    # 1. target set, with a fresh capacity budget
+    target = install_trees(topology, candidates, max_rules=max_rules, on_full=on_full, fmt=fmt,
+                           next_id=1, min_edges=min_edges, max_trees=max_trees,
+                           max_failures=max_failures, group_limits=group_limits)
+    kept = [by_edges[frozenset(t.edges)] for t in target.trees if frozenset(t.edges) in by_edges]
+    fresh = [Candidate(frozenset(t.edges), t.name, t.group) for t in target.trees
+             if frozenset(t.edges) not in by_edges]
+    kept_set = {t.tree_id for t in kept}
+    doomed = [t for t in old_trees if t.tree_id not in kept_set]
+    # 2. round 1: new VTs that fit next to every old VT
+    usage = _usage(topology, old_trees)
+    round1 = install_trees(topology, fresh, max_rules=max_rules, on_full="skip", fmt=fmt,
+                           next_id=next_id, usage=usage, min_edges=min_edges)
+    installed = [*old_trees, *round1.trees]
+    steps: list[tuple[str, ControlState]] = [("old", old)]
+    steps.append(("install", build_state(topology, fmt, installed, round1.next_id,
+                                         old_trees)))
+    informed = [*kept, *round1.trees]
+    steps.append(("inform", build_state(topology, fmt, installed, round1.next_id, informed)))
+    # 3. delete the old VTs the target does not keep
+    if doomed:
+        steps.append(("delete", build_state(topology, fmt, informed, round1.next_id, informed)))
+    # 4. round 2: the rest, now that the old VTs are gone
+    done = {frozenset(t.edges) for t in round1.trees}
+    rest = [c for c in fresh if c.edges not in done]
+    next_id = round1.next_id
+    if rest:
+        round2 = install_trees(topology, rest, max_rules=max_rules, on_full="skip", fmt=fmt,
+                               next_id=next_id, usage=_usage(topology, informed),
+                               min_edges=min_edges)
+        if round2.trees:
+            final = [*informed, *round2.trees]
+            next_id = round2.next_id
+            steps.append(("install", build_state(topology, fmt, final, next_id, informed)))
+            steps.append(("inform", build_state(topology, fmt, final, next_id, final)))
+    writes: list[Write] = []
+    for (_, a), (_, b) in zip(steps, steps[1:], strict=False):
+        writes.extend(diff(a, b))
+    return UpdatePlan(tuple(steps), tuple(writes))
+
+
+def _usage(topology: Topology, trees: Iterable[VirtualTree]) -> dict[str, int]:
+    used: dict[str, int] = {}
+    for t in trees:
+        for s in tree_ports(topology, t.edges):
+            used[s] = used.get(s, 0) + 1
+    return used
+
+
+# -- workload knowledge -------------------------------------------------------
+
+
+def workload_view(knowledge: Knowledge, strategy: str) -> ControllerView:
+    """The publishers, subscriptions and clusters the controller knows.
+
+    Raises
+    ------
+    SpecError
+        If the knowledge carries no population that describes them.
+    """
+    pop = getattr(knowledge, "population", None)
+    view = getattr(pop, "controller_view", None)
+    if callable(view):
+        result = view()
+        if isinstance(result, ControllerView):
+            return result
+    subs = getattr(pop, "subscribers", None)
+    if pop is not None and isinstance(subs, Mapping):
+        freq = getattr(pop, "frequency", None) or {}
+        pubs = tuple(getattr(pop, "publishers", tuple(subs)))
+        return ControllerView(
+            publishers=pubs,
+            subscriptions={p: tuple((h, float(freq.get(h, 1.0))) for h in subs.get(p, ()))
+                           for p in pubs})
+    raise SpecError(f"strategy {strategy!r} needs the workload's publishers and subscribers: "
+                    f"use a receiver model that defines them (frequency, clustered)")
+
+
+# -- strategy base ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VtParams(LabelParams):
+    """Parameters shared by every virtual-tree strategy (plus the label widths).
+
+    Parameters
+    ----------
+    max_rules : int
+        ``check_tree`` rules per switch (Table 5.1; 0 = hop labels only).
+    on_full : {"stop", "skip"}
+        What installation does with a VT that does not fit (A9).
+    min_edges : int
+        Smallest VT installed, in links (ε + 1 of Algorithm 5.2).
+    mode : {"sorted_single_pass", "best_improvement"}
+        Encoder (Algorithm 5.1 pseudo-code, or the prose's rounds).
+    patience : int, optional
+        Early exit after that many non-improving candidates.
+    steiner : {"sph", "kou", "mehlhorn"}
+        Steiner heuristic of the encoder.
+    prefilter : bool
+        Only VTs touching the initial delivery tree are candidates.
+    prune_unused : bool
+        Drop selected VTs that carry no delivery edge.
+    """
+
+    max_rules: int = 40
+    on_full: OnFull = "skip"
+    min_edges: int = 2
+    mode: EncoderMode = "sorted_single_pass"
+    patience: int | None = None
+    steiner: SteinerMethod = "sph"
+    prefilter: bool = False
+    prune_unused: bool = False
+
+    def __post_init__(self) -> None:
+        validate_vt_params(self)
+
+
+def validate_vt_params(p: VtParams) -> None:
+    """Validate the fields of :class:`VtParams` (subclasses call it)."""
+    validate_label_params(p)
+    check(p.on_oversize != "split", "on_oversize=split is not available for virtual-tree "
+                                    "strategies (use error or jumbo)")
+    check(p.max_rules >= 0, f"max_rules must be >= 0, got {p.max_rules}")
+    check(p.on_full in ("stop", "skip"), f"on_full must be stop or skip; got {p.on_full!r}")
+    check(p.min_edges >= 1, f"min_edges must be >= 1, got {p.min_edges}")
+    check(p.mode in ("sorted_single_pass", "best_improvement"),
+          f"mode must be sorted_single_pass or best_improvement; got {p.mode!r}")
+    check(p.patience is None or p.patience >= 1,
+          f"patience must be >= 1 or none, got {p.patience}")
+    check(p.steiner in ("sph", "kou", "mehlhorn"),
+          f"steiner must be sph, kou or mehlhorn; got {p.steiner!r}")
+
+
+_INSTALL_CACHE_SIZE = 32
+_installs: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], ControlState]] = OrderedDict()
+_COMPILED_CACHE_SIZE = 16
+_compiled: OrderedDict[int, tuple[ControlState, list[CompiledTree]]] = OrderedDict()
+
+
+def clear_install_cache() -> None:
+    """Forget the shared installs and compiled trees of :class:`VirtualTreeStrategy`."""
+    _installs.clear()
+    _compiled.clear()
+
+
+def _lru_put(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > size:
+        cache.popitem(last=False)
+
+
+class VirtualTreeStrategy(Strategy):
+    """Base of the VT strategies: subclasses yield :class:`Candidate` s.
+
+    Installation does not depend on a notification's receivers
+    (``scope="topology"``): the runner installs once per cell.
+
+    A class that sets ``cache_installs = True`` itself (not inherited) declares
+    that its candidates depend only on the topology, its parameters, the
+    controller's view of the workload (:func:`workload_view`) and
+    ``Knowledge.seed``; its installs are then shared, per process, by every
+    cell with the same of these (the cells of one seed at other churn levels
+    when the view is the 0 % layout, seed 000 §6.6.2), as the same
+    :class:`ControlState` object.
+    """
+
+    dataplane = "virtual_tree"
+    Params = VtParams
+    scope = "topology"
+    cache_installs: bool = False
+
+    def model(self) -> VirtualTreeDataPlane:
+        return VirtualTreeDataPlane(label_format(self.params))
+
+    # -- subclass hooks --
+    def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
+        """The VTs to install, in priority order."""
+        raise NotImplementedError
+
+    def install_limits(self) -> dict[str, Any]:
+        """Extra keyword arguments of :func:`install_trees` (max_trees, ...)."""
+        return {}
+
+    # -- control plane --
+    def _install_key(self, topology: Topology, knowledge: Knowledge
+                     ) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+        """(cache key, objects whose identity it uses), or None when not cacheable."""
+        if not type(self).__dict__.get("cache_installs", False):
+            return None
+        if knowledge.receiver_sets or knowledge.stable:
+            return None
+        pop = knowledge.population
+        view_of = getattr(pop, "controller_view", None)
+        view = view_of() if callable(view_of) else pop
+        try:
+            hash(self.params)
+        except TypeError:
+            return None
+        refs = (topology, view)
+        return (type(self), self.params, knowledge.seed, *map(id, refs)), refs
+
+    def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        cache = self._install_key(topology, knowledge)
+        if cache is not None:
+            hit = _installs.get(cache[0])
+            if hit is not None and all(a is b for a, b in zip(hit[0], cache[1], strict=True)):
+                _installs.move_to_end(cache[0])
+                return hit[1]
+        state = self._install(topology, knowledge)
+        if cache is not None:
+            _lru_put(_installs, cache[0], (cache[1], state), _INSTALL_CACHE_SIZE)
+        return state
+
+    def _install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        fmt = label_format(self.params)
+        p = self.params
+        inst = install_trees(topology, self.candidates(topology, knowledge),
+                             max_rules=p.max_rules, on_full=p.on_full, fmt=fmt,
+                             min_edges=p.min_edges, **self.install_limits())
+        return build_state(topology, fmt, inst.trees, inst.next_id,
+                           extra={"rejected_trees": inst.rejected})
+
+    def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
+               ) -> ControlState:
+        """The final state of :func:`plan_update` (install new, inform, delete old)."""
+        return self.plan_update(topology, state, knowledge).final
+
+    def plan_update(self, topology: Topology, state: ControlState, knowledge: Knowledge
+                    ) -> UpdatePlan:
+        p = self.params
+        return plan_update(topology, label_format(p), state, self.candidates(topology, knowledge),
+                           max_rules=p.max_rules, on_full=p.on_full, min_edges=p.min_edges,
+                           **self.install_limits())
+
+    # -- publisher --
+    def compiled_trees(self, topology: Topology, state: ControlState) -> list[CompiledTree]:
+        """The published VTs in the encoder's form (cached per state object)."""
+        hit = _compiled.get(id(state))
+        if hit is not None and hit[0] is state:
+            return hit[1]
+        g = encoder_graph(topology)
+        compiled = [compile_tree(topology, g, t.tree_id, t.edges)
+                    for t in published_trees(state)]
+        _lru_put(_compiled, id(state), (state, compiled), _COMPILED_CACHE_SIZE)
+        return compiled
+
+    def encoder_options(self) -> EncoderOptions:
+        p = self.params
+        return EncoderOptions(mode=p.mode, patience=p.patience, steiner=p.steiner,
+                              prefilter=p.prefilter, prune_unused=p.prune_unused)
+
+    def labels(self, topology: Topology, state: ControlState, publisher: str,
+               receivers: frozenset[str]) -> list[int]:
+        """Tree labels, then stops, then hops (digest A6)."""
+        fmt = label_format(self.params)
+        enc = encode_virtual_trees(topology, self.compiled_trees(topology, state), publisher,
+                                   receivers, self.encoder_options())
+        return ([tree_label(fmt, t) for t in enc.trees]
+                + [stop_label(fmt, e) for e in enc.stops]
+                + [hop_label(fmt, e) for e in enc.hops])
+
+    def encode(self, topology: Topology, state: ControlState, notification: Notification,
+               receivers: frozenset[str], payload: bytes) -> Encoding:
+        check_receivers(notification.publisher, receivers)
+        if not receivers:
+            return Encoding(())
+        fmt = label_format(self.params)
+        labels = self.labels(topology, state, notification.publisher, receivers)
+        return encode_stacks(topology, self.params, fmt, notification, payload, labels)

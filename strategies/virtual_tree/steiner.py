@@ -1,0 +1,299 @@
+"""Steiner heuristics of the virtual-tree encoder on the 0/1-weighted switch graph.
+
+:func:`steiner_sph` is the shortest-path heuristic (Takahashi-Matsuyama; the
+DDMC family of [103]) that :mod:`strategies.virtual_tree.encoder` documents: grow from
+the publisher's switch, repeatedly attach the terminal at the smallest 0/1
+distance to the current tree along its shortest path (ties: lowest switch
+index; paths: the first found by a deterministic 0-1 BFS), distances kept
+incrementally by a 0-1 BFS from each newly added path.
+
+:func:`steiner_sph_counted` runs the very same loop (interleaved 0-1 BFS
+in port order, same tie-breaking, same budget test) as a compiled kernel
+(:mod:`strategies.virtual_tree.steiner_jit`, numba when installed, else the
+pure-Python routine); a property test checks that both give the same tree,
+edge for edge, or both give up.
+
+References
+----------
+Seed 000 §5.2.7 (Algorithm 5.1, Steiner tree ``E_dist``), [103] Shaikh &
+Shin (destination-driven multicast); digest ch. 5-7 §1.6, A1.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import networkx as nx
+import numpy as np
+
+from strategies.virtual_tree.steiner_jit import sph_kernel
+from topologies.model import Topology
+
+_INF = 1 << 30
+
+
+@dataclass(frozen=True, eq=False)
+class EncoderGraph:
+    """Integer-indexed view of a topology for the encoder (built once per topology).
+
+    Attributes
+    ----------
+    names : tuple of str
+        Switch names by index (the topology's switch order).
+    index : dict
+        Switch name -> index.
+    adj : tuple
+        Per switch: ``(neighbour index, edge id)`` of its switch links, in port order.
+    ends : tuple
+        Edge id -> ``(a, b)`` switch indices, or ``None`` for host links and
+        index 0.
+    host_link : dict
+        Host -> ``(switch index, edge id)``.
+    edge_count : int
+        Largest edge id + 1 (the length of per-edge flag arrays).
+    indptr, nbr, eid : numpy.ndarray
+        ``adj`` in compressed form (switch ``i``'s links are
+        ``nbr[indptr[i]:indptr[i + 1]]`` / ``eid[...]``), for the compiled routine.
+    host_indptr, host_eid : numpy.ndarray
+        Host links per switch in the same form.
+    host_edges : dict
+        Host -> edge ids of all its links.
+    """
+
+    names: tuple[str, ...]
+    index: dict[str, int]
+    adj: tuple[tuple[tuple[int, int], ...], ...]
+    ends: tuple[tuple[int, int] | None, ...]
+    host_link: dict[str, tuple[int, int]]
+    edge_count: int
+    indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    nbr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    host_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_edges: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=64)
+def encoder_graph(topology: Topology) -> EncoderGraph:
+    """The :class:`EncoderGraph` of ``topology`` (cached per topology)."""
+    index = {s: i for i, s in enumerate(topology.switches)}
+    edge_count = max((lk.edge_id for lk in topology.links), default=0) + 1
+    ends: list[tuple[int, int] | None] = [None] * edge_count
+    adj: list[list[tuple[int, int]]] = [[] for _ in index]
+    host_link: dict[str, tuple[int, int]] = {}
+    host_adj: list[list[int]] = [[] for _ in index]
+    host_edges: dict[str, list[int]] = {}
+    for sw, i in index.items():
+        for info in topology.ports(sw).values():
+            j = index.get(info.neighbor)
+            if j is None:
+                host_link[info.neighbor] = (i, info.link.edge_id)
+                host_adj[i].append(info.link.edge_id)
+                host_edges.setdefault(info.neighbor, []).append(info.link.edge_id)
+                continue
+            adj[i].append((j, info.link.edge_id))
+            ends[info.link.edge_id] = (min(i, j), max(i, j))
+    indptr = np.zeros(len(adj) + 1, np.int64)
+    indptr[1:] = np.cumsum([len(row) for row in adj])
+    flat = [pair for row in adj for pair in row]
+    host_indptr = np.zeros(len(adj) + 1, np.int64)
+    host_indptr[1:] = np.cumsum([len(row) for row in host_adj])
+    return EncoderGraph(names=tuple(topology.switches), index=index,
+                        adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
+                        host_link=host_link, edge_count=edge_count, indptr=indptr,
+                        nbr=np.array([j for j, _ in flat], np.int64),
+                        eid=np.array([e for _, e in flat], np.int64),
+                        host_indptr=host_indptr,
+                        host_eid=np.array([e for row in host_adj for e in row], np.int64),
+                        host_edges={h: tuple(es) for h, es in host_edges.items()})
+
+
+# -- Steiner heuristics ---------------------------------------------------------
+
+
+def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
+                virtual: bytearray | None = None,
+                adj: Sequence[Sequence[tuple[int, int]]] | None = None
+                ) -> tuple[list[int], list[int]]:
+    """Shortest-path Steiner heuristic on the 0/1-weighted switch graph.
+
+    Parameters
+    ----------
+    g : EncoderGraph
+    root : int
+        Switch index the tree grows from.
+    terminals : iterable of int
+        Switch indices to connect (the root may be among them).
+    virtual : bytearray, optional
+        Per edge id: 1 if the edge weighs 0 (a virtual-tree edge).
+    adj : sequence, optional
+        Adjacency to use instead of ``g.adj`` (e.g. an induced subgraph's);
+        the terminals must be connected in it.
+
+    Returns
+    -------
+    edges : list of int
+        Edge ids of the tree, each path in the order it was attached
+        (terminal end first).
+    nodes : list of int
+        Switch indices of the tree (root first).
+    """
+    result = steiner_sph_within(g, root, terminals, virtual, adj, None)
+    assert result is not None  # no budget: always a tree
+    return result
+
+
+def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
+                       virtual: bytearray | None,
+                       adj: Sequence[Sequence[tuple[int, int]]] | None,
+                       budget: int | None) -> tuple[list[int], list[int]] | None:
+    """:func:`steiner_sph` that gives up (returns None) as soon as the tree's weight
+    (its number of weight-1 links) plus its certain stops reaches ``budget``.
+
+    A weight-0 link between two tree switches that is not a tree link can never
+    join the tree (paths only add new switches), so it will be a stop label.
+    """
+    n = len(g.names)
+    virt = virtual if virtual is not None else bytearray(g.edge_count)
+    dist = [_INF] * n
+    pred = [-1] * n
+    pedge = [-1] * n
+    in_tree = bytearray(n)
+    if adj is None:
+        adj = g.adj
+    remaining = sorted(set(terminals) - {root})
+    edges: list[int] = []
+    nodes = [root]
+    weight = stops = 0
+    in_tree[root] = 1
+    sources = [root]
+    while True:
+        # 0-1 BFS from the newly added tree nodes (distances only decrease)
+        dq = deque(sources)
+        for s in sources:
+            dist[s] = 0
+        pop, left, right = dq.popleft, dq.appendleft, dq.append
+        while dq:
+            u = pop()
+            du = dist[u]
+            du1 = du + 1
+            for v, e in adj[u]:
+                if virt[e]:
+                    if du < dist[v]:
+                        dist[v] = du
+                        pred[v] = u
+                        pedge[v] = e
+                        left(v)
+                elif du1 < dist[v]:
+                    dist[v] = du1
+                    pred[v] = u
+                    pedge[v] = e
+                    right(v)
+        if not remaining:
+            return edges, nodes
+        best = remaining[0]
+        bd = dist[best]
+        for t in remaining:
+            if dist[t] < bd:
+                best, bd = t, dist[t]
+        if bd >= _INF:
+            raise ValueError(f"switch {g.names[best]} is not connected to the tree")
+        weight += bd
+        if budget is not None and weight + stops >= budget:
+            return None
+        path = []
+        v = best
+        while not in_tree[v]:
+            path.append(v)
+            edges.append(pedge[v])
+            v = pred[v]
+        path.reverse()
+        for v in path:
+            ev = pedge[v]
+            for w, e in adj[v]:
+                if virt[e] and in_tree[w] and e != ev and e != pedge[w]:
+                    stops += 1
+            in_tree[v] = 1
+        if budget is not None and weight + stops >= budget:
+            return None
+        nodes.extend(path)
+        remaining = [t for t in remaining if not in_tree[t]]
+        sources = path[::-1]  # terminal end first
+
+
+
+def steiner_networkx(g: EncoderGraph, root: int, terminals: Iterable[int],
+                     virtual: bytearray | None, method: str) -> tuple[list[int], list[int]]:
+    """Kou / Mehlhorn Steiner tree from networkx on a 0/1-weighted copy of the graph."""
+    virt = virtual if virtual is not None else bytearray(g.edge_count)
+    terms = sorted(set(terminals) | {root})
+    if len(terms) == 1:
+        return [], [root]
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(g.names)))
+    for e, pair in enumerate(g.ends):
+        if pair is not None:
+            graph.add_edge(pair[0], pair[1], weight=0 if virt[e] else 1, eid=e)
+    tree = nx.algorithms.approximation.steiner_tree(graph, terms, weight="weight", method=method)
+    # post-prune non-terminal leaves (the approximation may leave some)
+    keep = set(terms)
+    tree = nx.Graph(tree)
+    leaves = [v for v in tree if tree.degree(v) <= 1 and v not in keep]
+    while leaves:
+        tree.remove_nodes_from(leaves)
+        leaves = [v for v in tree if tree.degree(v) <= 1 and v not in keep]
+    edges = sorted(graph.edges[u, v]["eid"] for u, v in tree.edges())
+    nodes = [root] + sorted(set(tree.nodes) - {root})
+    return edges, nodes
+
+
+def compiled_available() -> bool:
+    """Whether :func:`steiner_sph_counted` runs compiled (numba installed and enabled)."""
+    return sph_kernel is not None
+
+
+def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
+                        virtual: bytearray, terminal_link: np.ndarray, budget: int | None,
+                        out: tuple[np.ndarray, np.ndarray] | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """``steiner_sph_within(g, root, remaining, virtual, None, budget)`` (compiled),
+    with the tree's weight and its stop-label count.
+
+    Parameters
+    ----------
+    remaining : numpy.ndarray of int64
+        The terminals other than ``root``, ascending, distinct.
+    terminal_link : numpy.ndarray of uint8
+        Per edge id: 1 for a host link of a terminal host (never a stop).
+    budget : int, optional
+        >= 0, or None.
+    out : (numpy.ndarray, numpy.ndarray), optional
+        Two int64 buffers at least as long as the number of switches, reused
+        for the result (saves allocations over many calls).
+
+    Returns
+    -------
+    (edges, nodes, weight, stops) or None
+        As :func:`steiner_sph_within` (as int64 arrays, views of ``out``
+        when given), plus the number of weight-1 tree links
+        and of stop labels (virtual links with an end on the tree that are
+        not tree links, and virtual host links at tree switches to
+        non-terminal hosts). None if the budget was reached.
+    """
+    if sph_kernel is None:
+        raise RuntimeError("the compiled Steiner routine needs numba (pip install numba)")
+    if out is None:
+        out = (np.empty(len(g.names), np.int64), np.empty(len(g.names), np.int64))
+    edges, nodes = out
+    status, n_edges, n_nodes, weight, stops = sph_kernel(
+        g.indptr, g.nbr, g.eid, g.host_indptr, g.host_eid, np.frombuffer(virtual, np.uint8),
+        terminal_link, root, remaining, -1 if budget is None else budget, edges, nodes)
+    if status == 1:
+        return None
+    if status == 2:
+        raise ValueError(f"switch {g.names[int(edges[0])]} is not connected to the tree")
+    return edges[:n_edges], nodes[:n_nodes], weight, stops
