@@ -27,7 +27,8 @@ from hil.compare import Report, compare_switch, port_frames
 from hil.programs import Program
 from hil.testbed import Testbed
 from sim.dataplanes.control_state import ControlState, SwitchConfig, Write, diff
-from sim.engines.static import Delivery, run_notification
+from sim.dataplanes.delivery import Delivery
+from sim.engines.static import run_notification
 
 #: The name of the one BMv2 in hop mode (in logs and in the writes).
 HOP = "hop"

@@ -1,6 +1,7 @@
 """P4Info index and ControlState <-> P4Runtime protobuf conversion (issue 7).
 
-:class:`P4InfoIndex` maps the fully qualified P4 names a :class:`~sim.dataplanes.control_state.ControlState`
+:class:`P4InfoIndex` maps the fully qualified P4 names a
+:class:`~sim.dataplanes.control_state.ControlState`
 uses (``MyIngress.t``, ``hdr.x.f``) to P4Info ids and bit widths. The ``*_proto``
 functions turn a state's table entries, multicast groups and clone sessions into
 P4Runtime ``Entity`` messages; the ``decode_*`` functions read them back, so a

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from sim.dataplanes.control_state import ControlState
-from sim.dataplanes.packet import Notification, Packet
+from sim.dataplanes.packet import Encoding, Notification, Packet
 from sim.dataplanes.pipeline import DataPlane, get_dataplane
 from topologies.model import Topology
 from topologies.registry import Registry, make_params
@@ -68,22 +68,6 @@ class Knowledge:
     @classmethod
     def for_notification(cls, publisher: str, receivers: frozenset[str]) -> Knowledge:
         return cls(receiver_sets={publisher: (receivers,)})
-
-
-@dataclass(frozen=True, slots=True)
-class Encoding:
-    """What the publisher injects for one notification.
-
-    ``header_entries`` counts stack entries over all packets (0 for
-    strategies without a stack).
-    """
-
-    packets: tuple[Packet, ...]
-    header_entries: int = 0
-
-    @property
-    def header_bytes(self) -> int:
-        return sum(len(p.header) for p in self.packets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,10 @@ import subprocess
 import sys
 
 PURE = ["topologies", "topologies.specs", "strategies.base", "strategies.catalog",
-        "sim.dataplanes.control_state", "sim.dataplanes.pipeline", "sim.dataplanes", "sim.engines.static", "sim.dataplanes.trees",
-        "sim.workloads.receivers", "sim.dataplanes.packet", "sim.engines.timed.config", "sim.engines.timed.capacity",
-        "sim.engines.timed.metrics"]
+        "sim.dataplanes", "sim.dataplanes.catalog", "sim.dataplanes.control_state",
+        "sim.dataplanes.pipeline", "sim.dataplanes.trees", "sim.dataplanes.packet",
+        "sim.dataplanes.delivery", "sim.engines.static", "sim.workloads.receivers",
+        "sim.engines.timed.config", "sim.engines.timed.capacity", "sim.engines.timed.metrics"]
 HEAVY = ["simpy", "pyspark", "scapy", "p4runtime_sh"]
 
 

@@ -114,8 +114,9 @@ def bench_static(reps: int = 3, notifications: int = 400, ref_notifications: int
                  tick: Callable[[], None] = lambda: None,
                  topology: str = STATIC_TOPOLOGY) -> dict[str, Any]:
     """Fast path vs reference, notifications per second (see the module docstring)."""
+    from sim.dataplanes.delivery import row_metrics
     from sim.dataplanes.packet import Notification, payload_for
-    from sim.engines.fast_static import fast_static_for, row_metrics
+    from sim.engines.fast_static import fast_static_for
     from sim.engines.static import run_notification
     from strategies.base import Knowledge, make_strategy
 

@@ -17,11 +17,12 @@ import pyarrow as pa
 from experiments.cells.schema import EXTRA_COLUMNS, ROWS
 from experiments.cells.spec import Cell
 from sim.dataplanes.control_state import ControlState, diff
+from sim.dataplanes.delivery import DelayModel, row_metrics
+from sim.dataplanes.link_waste import wasted_link_frames
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.seeds import child_rng
-from sim.engines.fast_static import choose_static_path, row_metrics
-from sim.engines.link_waste import wasted_link_frames
-from sim.engines.static import DelayModel, run_notification
+from sim.engines.fast_static import choose_static_path
+from sim.engines.static import run_notification
 from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, Strategy, make_strategy
 from topologies.model import LinkDefaults

@@ -44,7 +44,7 @@ ROWS = pa.schema([
     # of a strategy that does not define one). Content filters, seeds 001-004.
     # Frames on links that no receiver of the notification needed (content-exact,
     # by the strategy's own routes; host links included). Strategies that do not
-    # define it get sim.engines.link_waste.wasted_link_frames (used links from which no
+    # define it get sim.dataplanes.link_waste.wasted_link_frames (used links from which no
     # receiver is reachable), so label stacks and virtual trees compare too.
     pa.field("link_false_positives", pa.int64(), nullable=False),
     # Seed 001's network false positives: frames on links the unlimited flow set

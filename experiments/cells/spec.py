@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.seeds import canonical_json, stable_seed
-from sim.engines.static import DelayModel
 from sim.workloads.receivers import receiver_model
 from strategies.base import STRATEGIES, load_builtin_strategies, make_strategy
 from topologies.model import LinkDefaults

@@ -36,9 +36,10 @@ import pyarrow as pa
 from experiments.cells.schema import EXTRA_COLUMNS, TIMED_ROWS
 from experiments.cells.spec import Cell
 from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.seeds import canonical_json, child_rng
-from sim.engines.static import DelayModel, run_notification
+from sim.engines.static import run_notification
 from sim.engines.timed.config import TimedSettings, settings_canonical, timed_settings
 from sim.engines.timed.controller import Controller
 from sim.engines.timed.engine import NoteRecord, TimedEngine, TimedResult

@@ -116,3 +116,19 @@ def payload_for(notification: Notification, payload_bytes: int) -> bytes:
     if payload_bytes <= 8:
         return tag[8 - payload_bytes:] if payload_bytes else b""
     return tag + bytes(payload_bytes - 8)
+
+
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """What the publisher injects for one notification.
+
+    ``header_entries`` counts stack entries over all packets (0 for
+    strategies without a stack).
+    """
+
+    packets: tuple[Packet, ...]
+    header_entries: int = 0
+
+    @property
+    def header_bytes(self) -> int:
+        return sum(len(p.header) for p in self.packets)

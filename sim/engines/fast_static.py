@@ -65,42 +65,14 @@ from typing import Any
 import numpy as np
 
 from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
-from sim.engines.static import DelayModel, Delivery, SwitchCount, run_notification
+from sim.engines.static import run_notification
 from strategies.base import Strategy
 from topologies.model import Topology
 
 #: Notifications per numpy batch (memory ~ BATCH x nodes x 40 B).
 BATCH = 256
-
-#: The per-notification metrics the cell rows use, in row order.
-METRIC_KEYS = ("delivered", "false_positives", "false_negatives", "duplicates",
-               "header_entries", "header_bytes", "packets_sent", "frames", "bytes", "passes",
-               "recirculations", "lookups", "circulations_simplified", "max_switch_passes",
-               "delay_worst_ms", "link_false_positives")
-
-
-def row_metrics(delivery: Delivery, link_waste: bool = True) -> dict[str, Any]:
-    """The per-notification row metrics of a reference :class:`~sim.engines.static.Delivery`
-    (``link_waste=False`` leaves out ``link_false_positives``, the costliest)."""
-    from sim.engines.link_waste import wasted_link_frames
-
-    d = delivery
-    out = {
-        "delivered": len(d.delivered), "false_positives": d.false_positives,
-        "false_negatives": d.false_negatives, "duplicates": d.duplicates,
-        "header_entries": d.encoding.header_entries, "header_bytes": d.encoding.header_bytes,
-        "packets_sent": len(d.encoding.packets), "frames": d.frames, "bytes": d.bytes,
-        "passes": d.total("passes"), "recirculations": d.total("recirculations"),
-        "lookups": d.total("lookups"),
-        "circulations_simplified": d.total("circulations_simplified"),
-        "max_switch_passes": max((c.passes for c in d.switches.values()), default=0),
-        "delay_worst_ms": d.delay_worst_s * 1e3,
-    }
-    if link_waste:
-        out["link_false_positives"] = wasted_link_frames(d.links, d.publisher, d.receivers)
-    return out
-
 
 # -- per-topology tables: the shortest-path tree from every root ---------------
 
@@ -572,5 +544,5 @@ def choose_static_path(topology: Topology, strategy: Strategy, delays: DelayMode
                          "shortest-path trees in port order)")
     return fast
 
-__all__ = ["METRIC_KEYS", "STATIC_PATHS", "FastStatic", "choose_static_path", "fast_static_for",
-           "row_metrics", "run_notification"]
+__all__ = ["STATIC_PATHS", "FastStatic", "choose_static_path", "fast_static_for",
+           "run_notification"]

@@ -30,33 +30,18 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, broker_node
 from sim.dataplanes.packet import Notification, Packet
 from sim.dataplanes.pipeline import PipelineResult
-from strategies.base import Encoding, Strategy
+from strategies.base import Strategy
 from topologies.model import Topology
-from topologies.registry import check
 
 
 class EngineError(RuntimeError):
     """The network misbehaved (forwarding loop, port that does not exist)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DelayModel:
-    """Analytic delay constants of seed 000 §3.5.4 (seconds)."""
-
-    feed_in_s: float = 1e-4
-    switch_s: float = 1e-4
-    broker_s: float = 2e-3
-    pass_s: float = 1e-5
-
-    def __post_init__(self) -> None:
-        for name in ("feed_in_s", "switch_s", "broker_s", "pass_s"):
-            check(getattr(self, name) >= 0, f"delay model: {name} must be >= 0")
 
 
 @runtime_checkable
@@ -82,99 +67,6 @@ class BrokerHost(Protocol):
         event against its subscriptions (matching is abstracted away).
         """
         ...
-
-
-def broker_node(switch: str) -> str:
-    """Name of the broker attached to ``switch`` in :attr:`Delivery.links`."""
-    return "b:" + switch
-
-
-@dataclass(slots=True)
-class SwitchCount:
-    passes: int = 0
-    recirculations: int = 0
-    lookups: int = 0
-    circulations_simplified: int = 0
-
-
-@dataclass(kw_only=True)
-class Delivery:
-    """Everything measured for one notification."""
-
-    publisher: str
-    receivers: frozenset[str]
-    encoding: Encoding
-    delivered: dict[str, int] = field(default_factory=dict)
-    first_arrival_s: dict[str, float] = field(default_factory=dict)
-    links: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    switches: dict[str, SwitchCount] = field(default_factory=dict)
-    drops: int = 0
-
-    @property
-    def false_positives(self) -> int:
-        """Hosts outside the receiver set that got the notification."""
-        return sum(1 for h in self.delivered if h not in self.receivers)
-
-    @property
-    def false_negatives(self) -> int:
-        return sum(1 for h in self.receivers if h not in self.delivered)
-
-    @property
-    def duplicates(self) -> int:
-        """Copies beyond the first at any host."""
-        return sum(c - 1 for c in self.delivered.values())
-
-    @property
-    def frames(self) -> int:
-        return sum(f for f, _ in self.links.values())
-
-    @property
-    def bytes(self) -> int:
-        return sum(b for _, b in self.links.values())
-
-    def total(self, attr: str) -> int:
-        return sum(getattr(c, attr) for c in self.switches.values())
-
-    @property
-    def delay_worst_s(self) -> float:
-        times = [self.first_arrival_s[h] for h in self.receivers if h in self.first_arrival_s]
-        return max(times) if times else 0.0
-
-    def to_json(self, topology: Topology, strategy: str, state: ControlState) -> dict[str, Any]:
-        """The ``stackcast deliver --json`` contract."""
-        enc = self.encoding
-        return {
-            "strategy": strategy,
-            "topology": topology.name,
-            "publisher": self.publisher,
-            "receivers": sorted(self.receivers, key=topology.host_id),
-            "header": {
-                "entries": enc.header_entries,
-                "bytes": enc.header_bytes,
-                "hex": " ".join(p.header.hex() for p in enc.packets if p.header),
-            },
-            "delivered": {h: self.delivered[h]
-                          for h in sorted(self.delivered, key=topology.host_id)},
-            "false_positives": self.false_positives,
-            "false_negatives": self.false_negatives,
-            "duplicates": self.duplicates,
-            "links": [
-                {"src": s, "dst": d, "frames": f, "bytes": b}
-                for (s, d), (f, b) in sorted(self.links.items())
-            ],
-            "frames": self.frames,
-            "bytes": self.bytes,
-            "switches": {
-                s: {"passes": c.passes, "recirculations": c.recirculations, "lookups": c.lookups}
-                for s, c in sorted(self.switches.items(), key=lambda kv: topology.switch_id(kv[0]))
-            },
-            "state": {
-                "entries": state.entries,
-                "multicast_groups": state.multicast_groups,
-                "per_switch": state.per_switch(),
-            },
-            "delay_ms": {"worst": self.delay_worst_s * 1e3},
-        }
 
 
 def run_notification(

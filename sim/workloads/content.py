@@ -231,7 +231,8 @@ class ContentPopulation:
         return self.at(run).draw(publisher, run, rng)
 
     def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
-        """Receivers of a fresh event (the :class:`~sim.workloads.receivers.Population` protocol)."""
+        """Receivers of a fresh event (the :class:`~sim.workloads.receivers.Population`
+        protocol)."""
         return self.at(0).draw(publisher, 0, rng)[1]
 
 

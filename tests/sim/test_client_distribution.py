@@ -9,8 +9,8 @@ import sim.workloads.clustered  # noqa: F401  (registers "clustered")
 from experiments.cells.pipeline import cell_rows
 from experiments.cells.spec import Cell
 from sim.dataplanes.seeds import child_rng
-from sim.dataplanes.trees import hop_distances
 from sim.dataplanes.switch_clusters import client_clusters, kmeans
+from sim.dataplanes.trees import hop_distances
 from sim.workloads.clustered import ClusteredParams, distant_split
 from sim.workloads.receivers import receiver_model
 from topologies.registry import SpecError

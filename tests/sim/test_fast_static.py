@@ -18,10 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, row_metrics
 from sim.dataplanes.packet import Notification, payload_for
-from sim.engines.fast_static import METRIC_KEYS, fast_static_for, row_metrics
+from sim.engines.fast_static import fast_static_for
 from sim.engines.fast_static_jit import batch_kernel
-from sim.engines.static import DelayModel, run_notification
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
 from strategies.frame_size import OversizeError
 from tests.support.random_topologies import random_topology

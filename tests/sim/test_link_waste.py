@@ -1,13 +1,14 @@
-"""Generic link waste (sim.engines.link_waste): hand-made cases and the content filters' own count."""
+"""Generic link waste (sim.dataplanes.link_waste): hand-made cases and the content filters'
+own count."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from sim.dataplanes.link_waste import wasted_link_frames
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.seeds import child_rng
-from sim.engines.link_waste import wasted_link_frames
 from sim.engines.static import run_notification
 from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy

@@ -241,8 +241,9 @@ def test_bad_model_configurations_name_the_problem():
 
 
 def test_pure_modules_import_no_simulation_or_hardware_packages():
-    code = ("import sys, sim.dataplanes.source_routing.reference, strategies.source_routing.switch_port, "
-            "strategies.source_routing.switch_bitmask, strategies.source_routing.switch_mcgroup, strategies.source_routing.mixed; "
+    code = ("import sys, sim.dataplanes.source_routing.reference, "
+            "strategies.source_routing.switch_port, strategies.source_routing.switch_bitmask, "
+            "strategies.source_routing.switch_mcgroup, strategies.source_routing.mixed; "
             "print(sorted({'simpy', 'pyspark', 'scapy', 'p4runtime_sh'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from support.random_topologies import random_topology, scenarios
 
+from sim.dataplanes.delivery import DelayModel, broker_node
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.trees import shortest_path_tree
-from sim.engines.static import BrokerHost, DelayModel, EngineError, broker_node, run_notification
+from sim.engines.static import BrokerHost, EngineError, run_notification
 from strategies.alm.brokers import broker_port, flow_state, overlay_plan
 from strategies.base import Knowledge, make_strategy
 from topologies.model import build_topology

@@ -10,7 +10,6 @@ from experiments.cells.spec import Cell
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.seeds import child_rng
 from sim.engines.static import run_notification
-from strategies.virtual_tree.client_view import ControllerView
 from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
 from strategies.virtual_tree.arbitrary import (
@@ -18,6 +17,7 @@ from strategies.virtual_tree.arbitrary import (
     minimum_cycle_basis,
     modularity_partitions,
 )
+from strategies.virtual_tree.client_view import ControllerView
 from strategies.virtual_tree.installation import (
     link_ends,
     published_trees,

@@ -6,8 +6,8 @@ import pytest
 
 from experiments.cells.pipeline import cell_rows
 from experiments.cells.spec import Cell
-from strategies.virtual_tree.client_view import ControllerView
 from strategies.base import Knowledge, make_strategy
+from strategies.virtual_tree.client_view import ControllerView
 from strategies.virtual_tree.datacenter import (
     _combos,
     broadcast_tree,

@@ -229,5 +229,5 @@ def header_length(body: bytes, layout: StackLayout) -> int:
 
 
 def parse_frame(frame: bytes, layout: StackLayout) -> Packet:
-    """Split a wire frame into a :class:`~sim.dataplanes.packet.Packet` using the stack's ``Size``."""
+    """Split a wire frame into a :class:`~sim.dataplanes.packet.Packet` by the stack's ``Size``."""
     return Packet.from_bytes(frame, header_length(frame[ETH_HEADER_BYTES:], layout))

@@ -40,10 +40,11 @@ import numpy as np
 import simpy
 
 from sim.dataplanes.control_state import ControlState, SwitchConfig
+from sim.dataplanes.delivery import SwitchCount, broker_node
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.pipeline import PipelineResult
 from sim.dataplanes.seeds import child_rng
-from sim.engines.static import BrokerHost, SwitchCount, broker_node
+from sim.engines.static import BrokerHost
 from sim.engines.timed.config import TimedConfig, Workload
 from sim.engines.timed.metrics import TimeWeighted
 from sim.engines.timed.switch import EgressPort, EngineError, FifoServer, Frame, SwitchNode
