@@ -31,7 +31,7 @@ def add_run_options(parser: argparse.ArgumentParser, quiet_help: str) -> None:
 
 def quiet_s(args: argparse.Namespace) -> float:
     """``--quiet-ms`` in seconds (default 20 ms in hop mode, 100 ms in network mode)."""
-    from experiments.cli.main import CliError
+    from experiments.cli.errors import CliError
 
     ms = args.quiet_ms
     if ms is None:
@@ -49,11 +49,11 @@ def on_bmv2(run: Callable[[], T]) -> T | None:
     """Call ``run`` with Ctrl-C / SIGTERM turned into a clean-up.
 
     BMv2 unavailable here (not on PATH, not root) or bad input: a one-line
-    :class:`~experiments.cli.main.CliError` (exit 2). The target refusing or losing
+    :class:`~experiments.cli.errors.CliError` (exit 2). The target refusing or losing
     the run (a write BMv2 rejects, a crash): not a model verdict, but the run
     failed, so the message is printed and None returned (exit 1).
     """
-    from experiments.cli.main import CliError
+    from experiments.cli.errors import CliError
     from hil.bmv2 import Bmv2Error
     from hil.netns import NetnsError, signals_as_interrupt
     from hil.p4rt import P4RuntimeError
@@ -70,7 +70,7 @@ def on_bmv2(run: Callable[[], T]) -> T | None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from experiments.cli.main import CliError, _params
+    from experiments.cli.errors import CliError, parse_params
     from hil.validate import validate
 
     if args.notifications < 1:
@@ -79,7 +79,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     report = on_bmv2(lambda: validate(
         args.topology, args.strategy, args.notifications, mode=args.mode, seed=args.seed,
         receivers=args.receivers, payload_bytes=args.payload_bytes,
-        params=_params(args.param), progress=show_progress(args), **options))
+        params=parse_params(args.param), progress=show_progress(args), **options))
     if report is None:
         return EXIT_MISMATCH
     if args.json:

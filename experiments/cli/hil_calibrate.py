@@ -12,8 +12,8 @@ import json
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from experiments.cli.errors import CliError
     from experiments.cli.hil import on_bmv2, quiet_s, show_progress
-    from experiments.cli.main import CliError
     from hil.calibrate import calibrate
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]

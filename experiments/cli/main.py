@@ -14,13 +14,8 @@ import sys
 from pathlib import Path
 
 from experiments.cells.spec import SPEC_DIR
+from experiments.cli.errors import EXIT_BAD_INPUT, CliError, parse_params
 from topologies.registry import SpecError
-
-EXIT_BAD_INPUT = 2
-
-
-class CliError(Exception):
-    """Bad input found by the CLI itself."""
 
 
 def _shipped_specs() -> dict[str, Path]:
@@ -88,16 +83,6 @@ def cmd_topology_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _params(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise CliError(f"--param expects KEY=VALUE, got {item!r}")
-        out[key] = value
-    return out
-
-
 def cmd_deliver(args: argparse.Namespace) -> int:
     from sim.dataplanes.packet import Notification, payload_for
     from sim.engines.static import run_notification
@@ -105,7 +90,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     from topologies.specs import load_topology
 
     topo = load_topology(args.topology)
-    strategy = make_strategy(args.strategy, _params(args.param))
+    strategy = make_strategy(args.strategy, parse_params(args.param))
     hosts = set(topo.hosts)
     receivers = frozenset(h.strip() for h in args.receivers.split(",") if h.strip())
     for h in sorted(receivers | {args.publisher}):
@@ -136,13 +121,13 @@ def cmd_deliver(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from experiments.cells.spec import load_spec
 
-    spec = load_spec(resolve_spec(args.spec))  # validated before any engine starts
+    spec = load_spec(resolve_spec(args.spec))  # validated before any runner starts
     out = Path(args.out or Path("results") / spec.name)
     if args.trace:
         _write_trace(spec, args)
-    if args.engine == "local":
+    if args.runner == "local":
         if args.master:
-            raise CliError("--master only applies to --engine spark")
+            raise CliError("--master only applies to --runner spark")
         from experiments.runners.local import run_local
 
         counts = run_local(spec, out, resume=args.resume, progress=not args.quiet)
@@ -154,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{spec.name}: {counts['ran']} cells run, {counts['skipped']} skipped, "
           f"results in {out}")
     if args.report:
-        return _report(out, out / "report", args.engine if args.engine == "local" else "spark",
+        return _report(out, out / "report", args.runner if args.runner == "local" else "spark",
                        args.master)
     return 0
 
@@ -171,11 +156,11 @@ def _write_trace(spec, args: argparse.Namespace) -> None:  # noqa: ANN001
           f"({', '.join(c.strategy for c in cells)}) in {args.trace}")
 
 
-def _report(results: Path, out: Path, engine: str, master: str | None) -> int:
+def _report(results: Path, out: Path, runner: str, master: str | None) -> int:
     from experiments.reports.report import aggregate_local, write_report
     from experiments.storage.results import read_results
 
-    if engine == "spark":
+    if runner == "spark":
         from experiments.runners.spark import aggregate_spark
 
         points = aggregate_spark(results, master=master or "local[*]")
@@ -191,7 +176,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not results.is_dir():
         raise CliError(f"results directory {str(results)!r} does not exist")
     return _report(results, Path(args.out) if args.out else results / "report",
-                   args.engine, args.master)
+                   args.runner, args.master)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -303,8 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run an experiment spec (TOML path or shipped name)")
     run.add_argument("spec", help="spec file, or a shipped spec name (stackcast list experiments)")
-    run.add_argument("--engine", choices=["spark", "local"], default="spark",
-                     help="spark (default; embedded local[*] unless --master) or local")
+    run.add_argument("--runner", "--engine", dest="runner", choices=["spark", "local"],
+                     default="spark",
+                     help="where cells run: spark (default; embedded local[*] unless --master) "
+                          "or local (this process); --engine is the older name")
     run.add_argument("--master", help="Spark master URL (default local[*])")
     run.add_argument("--out", help="results directory (default results/<experiment>)")
     run.add_argument("--resume", action="store_true", help="skip cells already finished")
@@ -322,9 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="Markdown tables and PNG plots from a results directory")
     rep.add_argument("dir", help="results directory written by stackcast run")
     rep.add_argument("--out", help="where to write (default DIR/report)")
-    rep.add_argument("--engine", choices=["local", "spark"], default="local",
+    rep.add_argument("--runner", "--engine", dest="runner", choices=["local", "spark"],
+                     default="local",
                      help="aggregate in-process (default) or with Spark")
-    rep.add_argument("--master", help="Spark master URL for --engine spark")
+    rep.add_argument("--master", help="Spark master URL for --runner spark")
     rep.set_defaults(func=cmd_report)
 
     bench = sub.add_parser("bench", help="the speed suite (static engine, VT encoder, timed "

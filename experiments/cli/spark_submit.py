@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     from experiments.cells.spec import load_spec
-    from experiments.cli.main import CliError, resolve_spec
+    from experiments.cli.errors import CliError
+    from experiments.cli.main import resolve_spec
 
     try:
         spec = load_spec(resolve_spec(args.spec))  # validated before Spark starts

@@ -1,4 +1,4 @@
-"""The local engine: cells run one after another in this process."""
+"""The local runner: cells run one after another in this process."""
 
 from __future__ import annotations
 

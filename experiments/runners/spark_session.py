@@ -61,10 +61,10 @@ from typing import IO, Any
 
 log = logging.getLogger(__name__)
 
-JAVA_HINT = ("Java 17+ is required for the Spark engine: apt-get install "
-             "openjdk-17-jre-headless (or use --engine local)")
-PYSPARK_HINT = ("pyspark is required for the Spark engine: pip install 'stackcast[spark]' "
-                "(or use --engine local)")
+JAVA_HINT = ("Java 17+ is required for the Spark runner: apt-get install "
+             "openjdk-17-jre-headless (or use --runner local)")
+PYSPARK_HINT = ("pyspark is required for the Spark runner: pip install 'stackcast[spark]' "
+                "(or use --runner local)")
 PACKAGES = ("topologies", "strategies", "sim", "experiments", "hil")
 DEFAULT_MASTER = "local[*]"
 DEFAULT_MAX_FAILURES = 4
