@@ -97,19 +97,21 @@ class Bmv2Switch:
 
     def start(self, timeout_s: float = 20.0) -> None:
         """Start the process and wait until its gRPC server answers."""
-        self.launch()
+        proc = self.launch()
         self.wait_ready(timeout_s)
-        log.debug("BMv2 %s up (pid %d, %s)", self.name, self.proc.pid, self.grpc_addr)
+        log.debug("BMv2 %s up (pid %d, %s)", self.name, proc.pid, self.grpc_addr)
 
-    def launch(self) -> None:
-        """Start the process without waiting (then :meth:`wait_ready`)."""
+    def launch(self) -> subprocess.Popen[bytes]:
+        """Start the process without waiting (then :meth:`wait_ready`); the process."""
         binary = find_binary()
         if binary is None:
             raise Bmv2Error(f"{BINARY} is not on PATH")
         with open(self.out_path, "wb") as out:
-            self.proc = subprocess.Popen(self.ns.exec_argv(self.argv(binary)), stdout=out,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self.ns.track(self.proc.pid)
+            proc = subprocess.Popen(self.ns.exec_argv(self.argv(binary)), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = proc
+        self.ns.track(proc.pid)
+        return proc
 
     def wait_ready(self, timeout_s: float) -> None:
         import grpc

@@ -103,7 +103,9 @@ def fit_timing(train: Sequence[Sample], held: Sequence[Sample]) -> Fit:
     x, y = _design(held)
     err = x @ coef - y
     rel = np.abs(err) / np.maximum(y, 1e-12)
-    return Fit(*(float(c) for c in coef), fitted=len(train), held_out=len(held),
+    timing = dict(zip(FIELDS, (float(c) for c in coef), strict=True))
+    return Fit(switch_latency_s=timing["switch_latency_s"], pass_s=timing["pass_s"],
+               pre_delay_s=timing["pre_delay_s"], fitted=len(train), held_out=len(held),
                mean_abs_error_s=float(np.mean(np.abs(err))),
                median_rel_error=float(np.median(rel)),
                max_abs_error_s=float(np.max(np.abs(err))))

@@ -13,28 +13,32 @@ import socket
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from hil.netns import PACKET_OUTGOING, Namespace
 
 _MAX_FRAME = 1 << 16
 
+#: What a capture names its interfaces by (a port number, a (node, port) pair, ...).
+K = TypeVar("K", bound=Hashable)
+
 
 @dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(Generic[K]):
     """A captured frame: where (capture key), which way, the exact bytes."""
 
-    key: Hashable
+    key: K
     outgoing: bool
     data: bytes
     #: ``time.perf_counter()`` when the frame was read (for ``hil calibrate``)
     read_s: float = 0.0
 
 
-class Capture:
+class Capture(Generic[K]):
     """Sockets on ``ifaces`` (key -> interface name in ``ns``); close() or ``with``."""
 
-    def __init__(self, ns: Namespace, ifaces: Mapping[Hashable, str]) -> None:
-        self.socks: dict[Hashable, socket.socket] = {}
+    def __init__(self, ns: Namespace, ifaces: Mapping[K, str]) -> None:
+        self.socks: dict[K, socket.socket] = {}
         self._sel = selectors.DefaultSelector()
         try:
             for key, iface in ifaces.items():
@@ -45,7 +49,7 @@ class Capture:
             self.close()
             raise
 
-    def __enter__(self) -> Capture:
+    def __enter__(self) -> Capture[K]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -57,13 +61,13 @@ class Capture:
             sock.close()
         self.socks.clear()
 
-    def send(self, key: Hashable, frame: bytes) -> None:
+    def send(self, key: K, frame: bytes) -> None:
         """Transmit ``frame`` out of interface ``key``."""
         sent = self.socks[key].send(frame)
         if sent != len(frame):
             raise OSError(f"sent {sent} of {len(frame)} bytes on {key}")
 
-    def _read_ready(self, timeout: float, out: list[Frame]) -> int:
+    def _read_ready(self, timeout: float, out: list[Frame[K]]) -> int:
         got = 0
         for sel_key, _ in self._sel.select(timeout):
             sock = sel_key.fileobj
@@ -81,9 +85,9 @@ class Capture:
         """Discard whatever is queued; the number of frames dropped."""
         return self._read_ready(0.0, [])
 
-    def collect(self, quiet_s: float, max_s: float) -> list[Frame]:
+    def collect(self, quiet_s: float, max_s: float) -> list[Frame[K]]:
         """Frames until none arrived for ``quiet_s`` seconds (or ``max_s`` in total)."""
-        out: list[Frame] = []
+        out: list[Frame[K]] = []
         start = last = time.monotonic()
         while True:
             now = time.monotonic()

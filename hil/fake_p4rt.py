@@ -97,6 +97,14 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             rep.arbitration.status.code = code_pb2.OK if eid == primary else code_pb2.ALREADY_EXISTS
             yield rep
 
+    def _pipeline(self, context) -> P4InfoIndex:
+        """The pushed P4Info's index; FAILED_PRECONDITION before a pipeline was set."""
+        index = self.dev.index
+        if index is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline set")
+            raise RuntimeError("grpc context.abort() returned")  # it raises (grpc is untyped)
+        return index
+
     def _check_primary(self, request, context) -> None:
         if request.device_id != self.device_id:
             context.abort(grpc.StatusCode.NOT_FOUND,
@@ -140,8 +148,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def Write(self, request, context):  # noqa: N802
         self._check_primary(request, context)
-        if self.dev.index is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline set")
+        self._pipeline(context)
         errors = []
         with self.lock:
             self.writes += 1
@@ -155,9 +162,9 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 errors.append(err)
         if any(e.canonical_code != code_pb2.OK for e in errors):
             status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure")
-            for e in errors:
+            for error in errors:
                 detail = any_pb2.Any()
-                detail.Pack(e)
+                detail.Pack(error)
                 status.details.append(detail)
             context.set_trailing_metadata(
                 (("grpc-status-details-bin", status.SerializeToString()),))
@@ -170,6 +177,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         op = update.type
         if op == p4runtime_pb2.Update.UNSPECIFIED:
             raise _UpdateError(code_pb2.INVALID_ARGUMENT, "update type UNSPECIFIED")
+        store: dict[Any, Any]  # tables by match key, PRE entries by id
+        key: Any
         if kind == "table_entry":
             te = update.entity.table_entry
             store, key = self.dev.tables, self._table_key(te, op)
@@ -216,7 +225,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except ValueError as e:
             raise _UpdateError(code_pb2.INVALID_ARGUMENT, str(e)) from None
         fields = {f.id: f for f in table.fields}
-        key = []
+        key: list[tuple[int, ...]] = []
         seen = set()
         for fm in te.match:
             f = fields.get(fm.field_id)
@@ -304,15 +313,15 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if request.device_id != self.device_id:
             context.abort(grpc.StatusCode.NOT_FOUND,
                           f"device id {request.device_id} is not {self.device_id}")
-        if self.dev.index is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline set")
+        index = self._pipeline(context)
         rep = p4runtime_pb2.ReadResponse()
         with self.lock:
             for ent in request.entities:
-                rep.entities.extend(self._read(ent, context))
+                rep.entities.extend(self._read(ent, index, context))
         yield rep
 
-    def _read(self, ent: p4runtime_pb2.Entity, context) -> list[p4runtime_pb2.Entity]:
+    def _read(self, ent: p4runtime_pb2.Entity, index: P4InfoIndex, context
+              ) -> list[p4runtime_pb2.Entity]:
         kind = ent.WhichOneof("entity")
         out = []
         if kind == "table_entry":
@@ -322,7 +331,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     out.append(p4runtime_pb2.Entity(table_entry=te))
         elif kind == "counter_entry":
             ce = ent.counter_entry
-            counters = {c.id: c for c in self.dev.index.counters.values()}
+            counters = {c.id: c for c in index.counters.values()}
             if ce.counter_id not in counters:
                 context.abort(grpc.StatusCode.NOT_FOUND, f"no counter id {ce.counter_id}")
             info = counters[ce.counter_id]

@@ -34,8 +34,9 @@ seed 004 §4.2 (``pubsub_t``); see the codec modules for the field tables.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, overload
 
+from scapy.base_classes import BasePacket
 from scapy.fields import BitField, BitFieldLenField, FieldListField, PacketListField
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
@@ -56,7 +57,8 @@ from sim.dataplanes.packet import Packet
 from sim.dataplanes.source_routing.codec import StackLayout, decode_stack
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 
-Spec = StackLayout | LabelFormat | KundelFormat | PubsubLayout | None
+HeaderSpec = StackLayout | LabelFormat | KundelFormat | PubsubLayout
+Spec = HeaderSpec | None
 
 
 def _mac(value: int) -> str:
@@ -117,7 +119,7 @@ def kundel_header(fmt: KundelFormat) -> type[ScapyPacket]:
     attr = _element("KundelAttribute", [BitField("value", 0, fmt.value_bits),
                                         BitField("next_id", 0, fmt.id_bits)])
 
-    def more(pkt: ScapyPacket, done: list[ScapyPacket], cur: ScapyPacket | None,
+    def more(pkt: ScapyPacket, done: list[BasePacket], cur: ScapyPacket | None,
              remain: bytes) -> type[ScapyPacket] | None:
         # one attribute at least; then until a next_id of 0 (the terminator)
         if cur is None or (cur.next_id != 0 and remain):
@@ -135,6 +137,14 @@ def pubsub_header(layout: PubsubLayout) -> type[ScapyPacket]:
     """One ``value_bits`` value per attribute, ``v0`` .. (seed 004 ``pubsub_t``)."""
     return _header("Pubsub", [BitField(f"v{i}", 0, layout.value_bits)
                               for i in range(layout.dims)])
+
+
+@overload
+def header_class(spec: HeaderSpec) -> type[ScapyPacket]: ...
+
+
+@overload
+def header_class(spec: None) -> None: ...
 
 
 def header_class(spec: Spec) -> type[ScapyPacket] | None:
@@ -198,7 +208,8 @@ def kundel(fmt: KundelFormat, values: dict[int, int]) -> ScapyPacket:
 def pubsub(layout: PubsubLayout, values: list[int]) -> ScapyPacket:
     if len(values) != layout.dims:
         raise ValueError(f"{len(values)} values for a {layout.dims}-value pubsub header")
-    return pubsub_header(layout)(**{f"v{i}": v for i, v in enumerate(values)})
+    fields: dict[str, Any] = {f"v{i}": v for i, v in enumerate(values)}
+    return pubsub_header(layout)(**fields)
 
 
 def ip_udp(family: int, src: int, dst: int) -> ScapyPacket:

@@ -17,7 +17,8 @@ every visit is checked on its own, any topology size works.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from hil.bmv2 import Bmv2Switch, crash_check
 from hil.capture import Capture
 from hil.compare import Report, compare_switch, port_frames
 from hil.programs import Program
-from hil.testbed import Testbed
+from hil.testbed import ClientFactory, P4Client, Testbed
 from sim.dataplanes.control_state import ControlState, SwitchConfig, Write, diff
 from sim.dataplanes.delivery import Delivery
 from sim.engines.static import run_notification
@@ -80,7 +81,7 @@ def group_visits(visits: Iterable[Visit]) -> list[tuple[str, SwitchConfig, list[
     return [(sw, *groups[sw][i]) for sw, i in order]
 
 
-class HopSwitch(Testbed):
+class HopSwitch(Testbed[int]):
     """One BMv2 with ports 1..``ports`` on veths in a fresh namespace.
 
     Use as a context manager; everything (process, namespace, veths) is
@@ -92,7 +93,7 @@ class HopSwitch(Testbed):
     def __init__(self, program: Program, ports: int, *, quiet_s: float = 0.02,
                  retry_quiet_s: float = 0.5, max_s: float = 10.0,
                  startup_timeout_s: float = 20.0,
-                 log_level: str = "off", client_factory: Callable | None = None) -> None:
+                 log_level: str = "off", client_factory: ClientFactory | None = None) -> None:
         if ports < 1:
             raise ValueError(f"ports must be >= 1, got {ports}")
         super().__init__(program, quiet_s=quiet_s, retry_quiet_s=retry_quiet_s, max_s=max_s,
@@ -100,22 +101,33 @@ class HopSwitch(Testbed):
                          client_factory=client_factory)
         self.ports = ports
         self._loaded: SwitchConfig | None = None
-        self.bmv2: Bmv2Switch | None = None
-        self.client = None
+        self._bmv2: Bmv2Switch | None = None
+        self._client: P4Client | None = None
+
+    @property
+    def bmv2(self) -> Bmv2Switch:
+        """The BMv2 process (inside ``with`` only)."""
+        return self._started(self._bmv2, "BMv2 switch")
+
+    @property
+    def client(self) -> P4Client:
+        """The P4Runtime client of :attr:`bmv2` (inside ``with`` only)."""
+        return self._started(self._client, "P4Runtime client")
 
     def _start(self) -> None:
         workdir = self._begin()
+        ns = self.ns
         for p in range(1, self.ports + 1):
-            self.ns.add_veth(f"p{p}", f"q{p}")
-        self.bmv2 = Bmv2Switch(self.ns, HOP, {p: f"p{p}" for p in range(1, self.ports + 1)},
-                               Path(workdir), log_level=self.log_level)
-        self.bmv2.start(self.startup_timeout_s)
-        self.capture = Capture(self.ns, {p: f"q{p}" for p in range(1, self.ports + 1)})
-        self.client = self._client(self.bmv2.grpc_addr, self.bmv2.device_id)
+            ns.add_veth(f"p{p}", f"q{p}")
+        bmv2 = self._bmv2 = Bmv2Switch(ns, HOP, {p: f"p{p}" for p in range(1, self.ports + 1)},
+                                       Path(workdir), log_level=self.log_level)
+        bmv2.start(self.startup_timeout_s)
+        self._capture = Capture(ns, {p: f"q{p}" for p in range(1, self.ports + 1)})
+        self._client = self._new_client(bmv2.grpc_addr, bmv2.device_id)
 
     def close(self) -> None:
-        self._cleanup([self.client] if self.client else [], [self.bmv2] if self.bmv2 else [])
-        self.client = self.bmv2 = None
+        self._cleanup([self._client] if self._client else [], [self._bmv2] if self._bmv2 else [])
+        self._client = self._bmv2 = None
 
     def load(self, config: SwitchConfig) -> None:
         """Make ``config`` the installed state.
@@ -136,7 +148,7 @@ class HopSwitch(Testbed):
         self._loaded = config
 
     def run(self, in_port: int, frame: bytes, quiet_s: float | None = None
-            ) -> tuple[dict, int]:
+            ) -> tuple[dict[int, Counter[bytes]], int]:
         """Inject ``frame`` on ``in_port``; the frames out of each port and the passes.
 
         Reads until no frame arrived for ``quiet_s`` (default ``self.quiet_s``),
@@ -145,13 +157,14 @@ class HopSwitch(Testbed):
         """
         if not 1 <= in_port <= self.ports:
             raise ValueError(f"in_port {in_port} outside 1..{self.ports}")
-        with crash_check([self.bmv2]):
-            self.capture.drain()
-            before = self.client.read_counter()
-            self.capture.send(in_port, frame)
-            got = self.capture.collect(quiet_s or self.quiet_s, self.max_s)
-            passes = self.client.read_counter() - before
-            self.bmv2.check_alive()
+        bmv2, client, capture = self.bmv2, self.client, self.capture
+        with crash_check([bmv2]):
+            capture.drain()
+            before = client.read_counter()
+            capture.send(in_port, frame)
+            got = capture.collect(quiet_s or self.quiet_s, self.max_s)
+            passes = client.read_counter() - before
+            bmv2.check_alive()
         return port_frames((f.key, f.data) for f in got if not f.outgoing), passes
 
     def check(self, v: Visit, report: Report) -> None:
@@ -195,8 +208,8 @@ def run_hop(topology, strategy, program: Program, items: Iterable, report: Repor
     start = time.monotonic()
     visits: list[Visit] = []
     for item in items:
-        _, v = model_visits(topology, strategy, item)
-        visits += v
+        _, item_visits = model_visits(topology, strategy, item)
+        visits += item_visits
         report.notifications += 1
     groups = group_visits(visits)
     from tqdm import tqdm

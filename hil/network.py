@@ -20,7 +20,8 @@ Suited to small topologies (up to ~16 switches: one process each).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hil.bmv2 import Bmv2Switch, crash_check
@@ -28,7 +29,7 @@ from hil.capture import Capture
 from hil.compare import Report, compare_delivered, compare_switch, port_frames
 from hil.hop import model_visits, reconfigure_writes
 from hil.programs import Program
-from hil.testbed import Testbed
+from hil.testbed import ClientFactory, P4Client, Testbed
 from sim.dataplanes.control_state import ControlState, SwitchConfig
 
 #: More switches than this take long to start and exceed small machines.
@@ -46,7 +47,7 @@ def iface_names(topology) -> dict[tuple[str, int], str]:  # noqa: ANN001
     return names
 
 
-class Network(Testbed):
+class Network(Testbed[tuple[str, int]]):
     """BMv2 switches wired as ``topology``; a context manager that removes it all
     (:class:`hil.testbed.Testbed`)."""
 
@@ -55,7 +56,7 @@ class Network(Testbed):
     def __init__(self, topology, program: Program, *, quiet_s: float = 0.1,  # noqa: ANN001
                  retry_quiet_s: float = 1.0, max_s: float = 30.0,
                  startup_timeout_s: float = 30.0, log_level: str = "off",
-                 client_factory: Callable | None = None) -> None:
+                 client_factory: ClientFactory | None = None) -> None:
         if len(topology.switches) > MAX_SWITCHES:
             raise ValueError(f"network mode runs one BMv2 per switch: {topology.name} has "
                              f"{len(topology.switches)} switches, at most {MAX_SWITCHES} "
@@ -66,41 +67,42 @@ class Network(Testbed):
         self.topology = topology
         self.names = iface_names(topology)
         self.switches: dict[str, Bmv2Switch] = {}
-        self.clients: dict[str, object] = {}
+        self.clients: dict[str, P4Client] = {}
         self._loaded: dict[str, SwitchConfig] = {}
 
     def _start(self) -> None:
         topo = self.topology
         workdir = self._begin()
+        ns = self.ns
         done: set[tuple[str, int]] = set()
         for s in topo.switches:
             for p, info in topo.ports(s).items():
                 if (s, p) in done:
                     continue
                 far = (info.neighbor, info.neighbor_port)
-                self.ns.add_veth(self.names[(s, p)], self.names[far])
+                ns.add_veth(self.names[(s, p)], self.names[far])
                 done |= {(s, p), far}
         for s in topo.switches:
             ports = {p: self.names[(s, p)] for p in topo.ports(s)}
-            sw = Bmv2Switch(self.ns, s, ports, Path(workdir),
+            sw = Bmv2Switch(ns, s, ports, Path(workdir),
                             index=topo.switch_id(s), log_level=self.log_level)
             sw.launch()
             self.switches[s] = sw
         for sw in self.switches.values():
             sw.wait_ready(self.startup_timeout_s)
         for s, sw in self.switches.items():
-            client = self._client(sw.grpc_addr, sw.device_id)
+            client = self._new_client(sw.grpc_addr, sw.device_id)
             self.clients[s] = client
             client.push_pipeline()
         keys = {(s, p): self.names[(s, p)] for s in topo.switches for p in topo.ports(s)}
         keys |= {(h, 1): self.names[(h, 1)] for h in topo.hosts}
-        self.capture = Capture(self.ns, keys)
+        self._capture = Capture(ns, keys)
 
     def close(self) -> None:
         self._cleanup(self.clients.values(), self.switches.values())
         self.clients, self.switches = {}, {}
 
-    def load(self, state) -> int:  # noqa: ANN001
+    def load(self, state: ControlState) -> int:
         """Install ``state`` (a ControlState) on every switch; the writes made."""
         writes = 0
         for s, client in self.clients.items():
@@ -122,14 +124,15 @@ class Network(Testbed):
         return {s: c.read_counter() for s, c in self.clients.items()}
 
     def inject(self, publisher: str, frames: Iterable[bytes], quiet_s: float
-               ) -> tuple[dict[str, dict], dict[str, int]]:
+               ) -> tuple[dict[str, dict[int, Counter[bytes]]], dict[str, int]]:
         """Send ``frames`` from ``publisher``; per switch the frames per port and passes."""
+        capture = self.capture
         with crash_check(self.switches.values()):
-            self.capture.drain()
+            capture.drain()
             before = self.counters()
             for frame in frames:
-                self.capture.send((publisher, 1), frame)
-            got = self.capture.collect(quiet_s, self.max_s)
+                capture.send((publisher, 1), frame)
+            got = capture.collect(quiet_s, self.max_s)
             after = self.counters()
             for sw in self.switches.values():
                 sw.check_alive()

@@ -32,6 +32,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -125,7 +126,7 @@ class SwitchClient:
         self._responses: queue.Queue[p4runtime_pb2.StreamMessageResponse | Exception] = (
             queue.Queue())
         self._channel = grpc.insecure_channel(grpc_addr)
-        self._stream = None
+        self._stream: Any = None  # grpc's StreamChannel call (grpc ships no type stubs)
         self._reader: threading.Thread | None = None
         try:
             try:
@@ -150,7 +151,7 @@ class SwitchClient:
 
     def _read_stream(self) -> None:
         try:
-            for msg in self._stream:  # type: ignore[union-attr]
+            for msg in self._stream:
                 self._responses.put(msg)
         except grpc.RpcError as e:
             if e.code() != grpc.StatusCode.CANCELLED:

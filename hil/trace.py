@@ -193,7 +193,8 @@ def _program_name(strategy: Any) -> str | None:
     from hil.programs import program_name
 
     p = strategy.params
-    params = dataclasses.asdict(p) if dataclasses.is_dataclass(p) else {}
+    is_instance = dataclasses.is_dataclass(p) and not isinstance(p, type)
+    params = dataclasses.asdict(p) if is_instance else {}
     try:
         return program_name(strategy.dataplane, strategy.name, params, strategy.model())
     except ValueError:

@@ -50,7 +50,7 @@ def preflight() -> None:
 def strategy_params(strategy: Any) -> dict[str, Any]:
     """A strategy's validated parameters as a plain dict."""
     p = strategy.params
-    return dataclasses.asdict(p) if dataclasses.is_dataclass(p) else {}
+    return dataclasses.asdict(p) if dataclasses.is_dataclass(p) and not isinstance(p, type) else {}
 
 
 def check_group_ids(strategy: str, state: Any) -> None:

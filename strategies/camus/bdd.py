@@ -288,6 +288,18 @@ def field_order(conjs: Sequence[Conj], fields: Sequence[tuple[str, int]],
     return sorted(range(len(fields)), key=lambda k: (consts[k], k))
 
 
+def _mix64(level: int, q: int) -> int:
+    """A fixed 64-bit Zobrist key for projection ``q`` of ``level`` beyond the drawn table.
+
+    splitmix64 of ``(level, q)``: the same on every run and machine (never ``hash()``).
+    """
+    mask = (1 << 64) - 1
+    z = (((level << 32) ^ q) + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
 def compile_bdd(rules: Sequence[tuple[Conj, frozenset[int]]],
                 fields: Sequence[tuple[str, int]],
                 order: Literal["annotation", "constants"] = "annotation",
@@ -346,7 +358,7 @@ def compile_bdd(rules: Sequence[tuple[Conj, frozenset[int]]],
                     before = counts.get(q, 0)
                     counts[q] = before + delta
                     if (before == 0) != (counts[q] == 0):
-                        h ^= zob[level + 1][q] if q < len(zob[level + 1]) else hash((level, q))
+                        h ^= zob[level + 1][q] if q < len(zob[level + 1]) else _mix64(level, q)
                 end = (points[j + 1] - 1) if j + 1 < len(points) else top
                 end = min(end, top)
                 if h not in by_hash:

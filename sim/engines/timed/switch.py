@@ -39,7 +39,8 @@ from heapq import heappush
 from typing import Any
 
 import simpy
-from simpy.events import NORMAL
+from simpy.core import SimTime
+from simpy.events import NORMAL, EventPriority
 
 from sim.dataplanes.control_state import SwitchConfig
 from sim.dataplanes.pipeline import DataPlane, Emit, PipelineResult
@@ -183,9 +184,13 @@ class FifoServer:
         self._level: float = 0.0
         self._peak: float = 0.0
         self._area = 0.0
-        self._callbacks = [self._finish]  # never mutated by SimPy (it swaps in None)
+        # never mutated by SimPy (it swaps in None)
+        self._callbacks: list[Callable[[Any], None]] = [self._finish]
         self._wake = _Wakeup(self._finish)  # the one service event, rescheduled by _serve
-        self._heap, self._eid = env._queue, env._eid  # as Environment.schedule uses them
+        # as Environment.schedule uses them; the queue also holds the bare events here
+        # (_Wakeup, _Landing), which SimPy's annotation (Event) does not cover
+        self._heap: list[tuple[SimTime, EventPriority, int, Any]] = env._queue
+        self._eid = env._eid
 
     @property
     def occupancy(self) -> TimeWeighted:
