@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from experiments.cells.schema import POINT_COLUMNS
+from experiments.reports.columns import axis_label, fmt, header, y_scale
 from experiments.reports.report import group_rows, receiver_params
 from experiments.storage.results import read_results
 
@@ -70,13 +71,14 @@ def summarize(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
+    """Numbers in the reports' one format (:func:`experiments.reports.columns.fmt`)."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return fmt(v)
     return str(v)
 
 
 def markdown(records: Sequence[dict[str, Any]], columns: Sequence[str] = COLUMNS) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines = ["| " + " | ".join(header(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     for r in records:
         lines.append("| " + " | ".join(_fmt(r[c]).replace("|", "/") for c in columns) + " |")
     return "\n".join(lines) + "\n"
@@ -86,7 +88,8 @@ def bar_chart(records: Sequence[dict[str, Any]], out: str | Path,
               metrics: Sequence[str] = ("bytes_per_note", "link_fp_rate", "state_entries",
                                         "control_writes")) -> Path:
     """One panel per metric (three per row), one horizontal bar per strategy/params
-    (log scale where the positive values span more than two decades)."""
+    (log scale where the positive values span two decades or more; titles with
+    units from :mod:`experiments.reports.columns`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,14 +109,13 @@ def bar_chart(records: Sequence[dict[str, Any]], out: str | Path,
         ax.barh(ys, vals, color=[f"C{i % 10}" for i in ys])
         ax.set_yticks(ys, labels if n % ncols == 0 else [""] * len(vals), fontsize=7)
         ax.invert_yaxis()
-        ax.set_title(m.replace("_", " "), fontsize=9)
+        ax.set_title(axis_label(m), fontsize=9)
         ax.tick_params(axis="x", labelsize=7)
-        positive = [v for v in vals if v > 0]
-        if positive and max(positive) / min(positive) > 100:
-            if len(positive) == len(vals):
-                ax.set_xscale("log")
-            else:  # zeros stay visible (at 0) next to the decades
-                ax.set_xscale("symlog", linthresh=min(positive))
+        scale, linthresh = y_scale(vals, m)  # zeros stay visible (at 0) under symlog
+        if scale == "symlog":
+            ax.set_xscale("symlog", linthresh=linthresh)
+        elif scale == "log":
+            ax.set_xscale("log")
         ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     path = Path(out)

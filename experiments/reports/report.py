@@ -5,6 +5,13 @@ topology, receiver model, payload): mean, standard deviation, a 95 %
 confidence half-width (normal approximation, 1.96 s / sqrt(n)) and count.
 The report is a Markdown summary with one table per experiment and PNG plots
 of each headline metric against the receiver model's parameter.
+
+Receiver models whose notifications are the steps of one sweep (a declared
+:class:`~sim.workloads.receivers.StepAxis`, e.g. ``replacement``: run x
+step % of the subscribers replaced) are aggregated per step, not over it;
+their table has one row per step and their plots run against the step,
+with the running sum of control writes (seed 000 Fig. 4.8). Labels, units,
+the number format and the log-scale decision: :mod:`experiments.reports.columns`.
 """
 
 from __future__ import annotations
@@ -18,11 +25,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from experiments.cells.schema import metric_columns, point_columns
+from experiments.cells.schema import POINT_COLUMNS, metric_columns, point_columns
+from experiments.reports.columns import fmt, header, receiver_axis_label
+from experiments.reports.plots import Series, coincide_note, plot_title, save_line_plot
+from sim.workloads.receivers import StepAxis, receiver_model, step_model_names, step_x
 
 HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "frames", "bytes",
-            "lookups", "recirculations", "state_entries", "delay_worst_ms"]
-PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries"]
+            "lookups", "recirculations", "state_entries", "control_writes", "delay_worst_ms"]
+# Plotted when not 0 everywhere; labels and units: experiments/reports/columns.py.
+PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries",
+           "control_writes"]
 # Added to the table and the plots for timed experiments.
 TIMED_HEADLINE = ["latency_last_ms", "cell_deliveries_per_s", "cell_delivery_ratio",
                   "dropped_frames", "stale_false_negatives", "cell_writes_per_change",
@@ -38,17 +50,51 @@ def group_rows(cols: dict[str, list[Any]], keys: Sequence[str]
     return groups
 
 
+def has_steps(receivers_model: str) -> bool:
+    """Whether the receiver model declares a step axis (its notifications are
+    the steps of one sweep, :class:`sim.workloads.receivers.StepAxis`)."""
+    name = receivers_model.partition(":")[0]
+    return name in step_model_names()
+
+
+def _running_sums(cols: dict[str, list[Any]], step: list[bool]) -> list[float]:
+    """Per row of a step model: control_writes summed over its cell up to its run."""
+    out = [0.0] * len(step)
+    by_cell: dict[str, list[int]] = defaultdict(list)
+    for i, is_step in enumerate(step):
+        if is_step:
+            by_cell[cols["cell_id"][i]].append(i)
+    for idx in by_cell.values():
+        total = 0.0
+        for i in sorted(idx, key=lambda i: cols["run"][i]):
+            total += cols["control_writes"][i]
+            out[i] = total
+    return out
+
+
 def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
-    """Aggregate in this process (numpy); same output as the Spark aggregation."""
+    """Aggregate in this process (numpy); same output as the Spark aggregation.
+
+    Rows of a receiver model with a step axis (:func:`has_steps`) are
+    aggregated per point *and* ``run`` (the record gets ``run``) and get the
+    running sum ``control_writes_cum`` (per cell, over ``run``), so no
+    average is taken over the steps of a sweep (seed 000 Fig. 4.8).
+    """
     cols = table.to_pydict()
     points, metrics = point_columns(table.schema), metric_columns(table.schema)
-    groups = group_rows(cols, points)
+    spec_steps = {m: has_steps(m) for m in set(cols["receivers_model"])}
+    step = [spec_steps[m] for m in cols["receivers_model"]]
+    cols["_run"] = [r if s else -1 for r, s in zip(cols["run"], step, strict=True)]
+    cols["control_writes_cum"] = _running_sums(cols, step)
+    groups = group_rows(cols, [*points, "_run"])
     out = []
     for key in sorted(groups):
         idx = groups[key]
-        rec: dict[str, Any] = dict(zip(points, key, strict=True))
+        rec: dict[str, Any] = dict(zip(points, key, strict=False))
+        if key[-1] >= 0:
+            rec["run"] = key[-1]
         rec["count"] = len(idx)
-        for m in metrics:
+        for m in metrics + (["control_writes_cum"] if key[-1] >= 0 else []):
             v = np.asarray([cols[m][i] for i in idx], dtype=float)
             std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
             rec[f"{m}_mean"] = float(v.mean())
@@ -99,17 +145,107 @@ def _label(rec: Mapping[str, Any], varying: Iterable[str]) -> str:
     return " ".join(parts)
 
 
-def _fmt(v: float) -> str:
-    return f"{v:.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
+def _varying(specs: Iterable[str], skip: str | None = None) -> dict[str, str]:
+    """Each spec's receiver-model parameters that vary over ``specs`` (but ``skip``),
+    as a label suffix such as ``policy=HEAD``."""
+    params = {s: receiver_params(s) for s in specs}
+    keys = sorted({k for p in params.values() for k in p})
+    others = [k for k in keys if k != skip and len({p.get(k) for p in params.values()}) > 1]
+    return {s: " ".join(f"{k}={p.get(k)}" for k in others) for s, p in params.items()}
+
+
+def _cell(r: Mapping[str, Any], metric: str) -> str:
+    mean, ci = r[f"{metric}_mean"], r[f"{metric}_ci95"]
+    return fmt(mean) + (f" ± {fmt(ci)}" if ci else "")
+
+
+def _table(recs: Sequence[Mapping[str, Any]], timed: bool, steps: bool) -> list[str]:
+    """The experiment's Markdown table: one row per point (and step), one number format."""
+    headline = (HEADLINE + (TIMED_HEADLINE if timed else [])
+                + (["control_writes_cum"] if steps else []))
+    step_hdr = []
+    if steps:
+        axis = _step_axis(recs[0]["receivers_model"])
+        step_hdr = [f"{axis.label} ({axis.unit})"]
+    hdr = (["strategy", "params", "topology", "receiver model", "payload (B)"]
+           + (["timed"] if timed else []) + step_hdr + [header(m) for m in headline])
+    lines = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
+    for r in recs:
+        cells = [r["strategy"], r["params"], r["topology"], r["receivers_model"],
+                 fmt(r["payload_bytes"])] + ([r["timed"]] if timed else [])
+        if steps:
+            cells.append(fmt(_at_step(r["receivers_model"], r["run"])))
+        cells += [_cell(r, m) for m in headline]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return lines
+
+
+def _at_step(spec: str, run: int) -> float:
+    x = step_x(spec, run)
+    if x is None:
+        raise ValueError(f"receiver model {spec!r} declares no step axis")
+    return x
+
+
+def _step_axis(spec: str) -> StepAxis:
+    axis = receiver_model(spec).kind.steps
+    if axis is None:
+        raise ValueError(f"receiver model {spec!r} declares no step axis")
+    return axis
+
+
+def _plots(exp: str, recs: Sequence[Mapping[str, Any]], out: Path, timed: bool,
+           steps: bool) -> list[str]:
+    """One PNG per metric against the receiver model's parameter, or against the
+    step for step models (with Fig. 4.8's running sum of control writes)."""
+    varying = [c for c in ("topology", "payload_bytes", "timed")
+               if c in recs[0] and len({r[c] for r in recs}) > 1]
+    specs = {r["receivers_model"] for r in recs}
+    if steps:
+        axis = _step_axis(recs[0]["receivers_model"])
+        xlabel, per = f"{axis.label} ({axis.unit})", "step"
+        xs = {(r["receivers_model"], r["run"]): _at_step(r["receivers_model"], r["run"])
+              for r in recs}
+        rest = _varying(specs)
+        metrics = PLOTTED + ["control_writes_cum"]
+    else:
+        x_name, x_of, rest = _x_axis(specs)
+        if x_name is None:
+            return []
+        kind = recs[0]["receivers_model"].partition(":")[0]
+        xlabel, per = receiver_axis_label(kind, x_name), "notification"
+        xs = {(r["receivers_model"], r.get("run")): x_of[r["receivers_model"]] for r in recs}
+        metrics = PLOTTED + (TIMED_HEADLINE[:3] if timed else [])
+    lines, zero = [], []
+    for metric in metrics:
+        pts: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+        for r in recs:
+            spec = r["receivers_model"]
+            label = " ".join(filter(None, [_label(r, varying), rest[spec]]))
+            pts[label].append((xs[(spec, r.get("run"))], r[f"{metric}_mean"],
+                               r[f"{metric}_ci95"]))
+        if all(p[1] == 0 for ps in pts.values() for p in ps):
+            zero.append(header(metric))
+            continue
+        series = [Series(label, *map(tuple, zip(*sorted(ps), strict=True)))
+                  for label, ps in sorted(pts.items())]
+        name = f"{exp}-{metric}.png"
+        groups = save_line_plot(series, out / name, metric=metric, xlabel=xlabel, per=per,
+                                title=plot_title(exp, metric))
+        caption = f"![{exp} {metric}]({name})"
+        if steps and metric == "control_writes_cum":
+            caption += ("\n\nRunning sum of P4Runtime writes over the steps, per policy "
+                        "(seed 000 Fig. 4.8).")
+        lines.append(caption)
+        if groups:
+            lines += ["", f"*{plot_title(exp, metric)}*. {coincide_note(groups)}", ""]
+    if zero:
+        lines += ["", f"Not plotted (0 at every point): {', '.join(zero)}."]
+    return lines + [""]
 
 
 def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
     """Write ``report.md`` and plots under ``out_dir``; returns the Markdown path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_exp: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -117,52 +253,17 @@ def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
         by_exp[rec["experiment"]].append(rec)
     lines = ["# stackcast report", ""]
     for exp, recs in sorted(by_exp.items()):
-        lines += [f"## {exp}", "",
-                  f"{len(recs)} parameter points, {sum(r['count'] for r in recs)} notifications. "
-                  "Means per notification (± 95 % CI half-width where it is not 0).", ""]
         timed = "timed" in recs[0]
-        headline = HEADLINE + (TIMED_HEADLINE if timed else [])
-        hdr = (["strategy", "params", "topology", "receiver model", "payload B"]
-               + (["timed"] if timed else []) + headline)
-        lines.append("| " + " | ".join(hdr) + " |")
-        lines.append("|" + "---|" * len(hdr))
-        for r in recs:
-            cells = [r["strategy"], r["params"], r["topology"], r["receivers_model"],
-                     str(r["payload_bytes"])] + ([r["timed"]] if timed else [])
-            for m in headline:
-                mean, ci = r[f"{m}_mean"], r[f"{m}_ci95"]
-                cells.append(_fmt(mean) + (f" ± {_fmt(ci)}" if ci else ""))
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
-        varying = [c for c in ("topology", "payload_bytes", "timed")
-                   if c in recs[0] and len({r[c] for r in recs}) > 1]
-        x_name, xs, rest = _x_axis({r["receivers_model"] for r in recs})
-        if x_name is not None:
-            for metric in PLOTTED + (TIMED_HEADLINE[:3] if timed else []):
-                fig, ax = plt.subplots(figsize=(6.4, 4.2))
-                series: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
-                for r in recs:
-                    spec = r["receivers_model"]
-                    label = " ".join(filter(None, [_label(r, varying), rest[spec]]))
-                    series[label].append(
-                        (xs[r["receivers_model"]], r[f"{metric}_mean"], r[f"{metric}_ci95"]))
-                for label, pts in sorted(series.items()):
-                    pts.sort()
-                    ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
-                                yerr=[p[2] for p in pts], marker="o", ms=3, capsize=2,
-                                label=label)
-                kind = recs[0]["receivers_model"].partition(":")[0]
-                ax.set_xlabel(f"{kind}: {x_name}")
-                ax.set_ylabel(metric.replace("_", " "))
-                ax.set_title(f"{exp}: {metric}")
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=7)
-                fig.tight_layout()
-                name = f"{exp}-{metric}.png"
-                fig.savefig(out / name, dpi=110)
-                plt.close(fig)
-                lines.append(f"![{exp} {metric}]({name})")
-            lines.append("")
+        steps = all("run" in r for r in recs)
+        count = sum(r["count"] for r in recs)
+        what = ("Means per notification at each step" if steps
+                else "Means per notification")
+        n_points = len({tuple(r.get(c) for c in (*POINT_COLUMNS, "timed")) for r in recs})
+        lines += [f"## {exp}", "",
+                  f"{fmt(n_points)} parameter points, {fmt(count)} notifications. {what} "
+                  "(± 95 % CI half-width where it is not 0).", ""]
+        lines += _table(recs, timed, steps) + [""]
+        lines += _plots(exp, recs, out, timed, steps)
         if all(r["receivers_model"].startswith("content:") for r in recs) and not timed:
             from experiments.reports.content import report_section
 
