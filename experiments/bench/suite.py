@@ -6,8 +6,10 @@ alternate, so a background load hits both alike):
 static
     Static-engine notifications per second on the 255-switch jellyfish of
     seed 000 ch. 3 at 30 % receivers, 50 B payload, for switch-bitmask,
-    switch-port and hops: the fast path (:mod:`sim.engines.fast_static`, its numba
-    kernel where numba is installed, on ``notifications`` at once) against
+    switch-port and hops: their fast path (the strategy's
+    :meth:`~strategies.base.Strategy.fast_path` hook, here the tree walk of
+    :mod:`sim.dataplanes.source_routing.fast_path` with its numba kernel where
+    numba is installed, on ``notifications`` at once) against
     the pass-by-pass reference
     (:func:`sim.engines.static.run_notification` on the first ``ref_notifications``).
     The fast figures are only reported if the fast path's metrics equal the
@@ -114,9 +116,8 @@ def bench_static(reps: int = 3, notifications: int = 400, ref_notifications: int
                  tick: Callable[[], None] = lambda: None,
                  topology: str = STATIC_TOPOLOGY) -> dict[str, Any]:
     """Fast path vs reference, notifications per second (see the module docstring)."""
-    from sim.dataplanes.delivery import row_metrics
+    from sim.dataplanes.delivery import DelayModel, row_metrics
     from sim.dataplanes.packet import Notification, payload_for
-    from sim.engines.fast_static import fast_static_for
     from sim.engines.static import run_notification
     from strategies.base import Knowledge, make_strategy
 
@@ -132,7 +133,7 @@ def bench_static(reps: int = 3, notifications: int = 400, ref_notifications: int
     for name in strategies:
         strategy = make_strategy(name)
         state = strategy.install(topo, Knowledge())
-        fast = fast_static_for(topo, strategy)
+        fast = strategy.fast_path(topo, DelayModel())
         if fast is None:
             raise ValueError(f"static bench: {name!r} has no fast path")
         refs: list[Any] = []

@@ -34,6 +34,7 @@ from typing import Protocol, runtime_checkable
 
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, broker_node
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet
 from sim.dataplanes.pipeline import PipelineResult
 from strategies.base import Strategy
@@ -158,3 +159,40 @@ def run_notification(
             send(node, emit.port, emit.packet,
                  t + delays.switch_s + (emit.depth - 1) * delays.pass_s)
     return out
+
+
+STATIC_PATHS = ("auto", "fast", "reference")
+
+
+def choose_static_path(topology: Topology, strategy: Strategy, delays: DelayModel,
+                       path: str = "auto") -> FastPath | None:
+    """The engine a static cell uses: the strategy's fast path where it has one.
+
+    The fast path comes from the strategy's hook
+    (:meth:`strategies.base.Strategy.fast_path`); this engine names no
+    strategy. ``path`` is ``"auto"`` (the fast path if the hook returns one,
+    else the reference), ``"reference"`` (always :func:`run_notification`) or
+    ``"fast"`` (the fast path; an error if the hook returns none).
+    Notifications a fast path declines (``None`` from
+    :meth:`~sim.dataplanes.fast_path.FastPath.metrics`) run on the reference
+    in every mode.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not one of :data:`STATIC_PATHS`, or ``"fast"`` was asked
+        for a strategy without a fast path for these parameters and topology.
+
+    References
+    ----------
+    shared/DESIGN.md "Data planes" (fast paths proven equal to the reference).
+    """
+    if path not in STATIC_PATHS:
+        raise ValueError(f"static_path must be one of {', '.join(STATIC_PATHS)}; got {path!r}")
+    if path == "reference":
+        return None
+    fast = strategy.fast_path(topology, delays)
+    if fast is None and path == "fast":
+        raise ValueError(f"static_path='fast': strategy {strategy.name!r} has no fast path "
+                         f"with these parameters on topology {topology.name!r}")
+    return fast

@@ -32,15 +32,22 @@ def test_static_item_on_a_small_network():
 
 def test_static_item_refuses_a_wrong_fast_path(monkeypatch):
     """The suite cross-checks the fast path against the reference before timing it."""
-    from sim.engines import fast_static
+    from strategies.source_routing.switch_bitmask import SwitchBitmask
 
-    real = fast_static.FastStatic.metrics
+    real = SwitchBitmask.fast_path
 
-    def off_by_one(self, *args, **kwargs):
-        return [None if m is None else {**m, "lookups": m["lookups"] + 1}
-                for m in real(self, *args, **kwargs)]
+    class OffByOne:
+        """The strategy's own fast path with one lookup too many."""
 
-    monkeypatch.setattr(fast_static.FastStatic, "metrics", off_by_one)
+        def __init__(self, fast):
+            self.fast, self.impl = fast, fast.impl
+
+        def metrics(self, *args, **kwargs):
+            return [None if m is None else {**m, "lookups": m["lookups"] + 1}
+                    for m in self.fast.metrics(*args, **kwargs)]
+
+    monkeypatch.setattr(SwitchBitmask, "fast_path",
+                        lambda self, topology, delays: OffByOne(real(self, topology, delays)))
     with pytest.raises(RuntimeError, match="disagrees with the reference"):
         bench_suite.bench_static(reps=1, notifications=6, ref_notifications=2, topology=SMALL,
                                  strategies=["switch-bitmask"])

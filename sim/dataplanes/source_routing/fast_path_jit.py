@@ -1,19 +1,20 @@
-"""Compiled kernel of the static fast path (optional numba).
+"""Compiled kernel of the tree-walk fast path (optional numba).
 
 :data:`batch_kernel` computes, notification by notification, exactly what
-:meth:`sim.engines.fast_static.FastStatic._run_numpy` computes with array operations
-(the closed forms of :mod:`sim.engines.fast_static`): it marks the delivery tree by
-walking from each receiver up to the first marked node, then visits the tree
-nodes in preorder, where every parent comes before its children, so stack
-positions, sibling ranks, subtree sizes and arrival times (in the reference's
-order of floating-point operations) need one or two passes. It is ``None``
-when numba is not installed (or ``STACKCAST_NO_JIT=1``); the numpy path runs
-then. ``tests/sim/test_fast_static.py`` runs both against the pass-by-pass
-reference.
+:meth:`sim.dataplanes.source_routing.fast_path.TreeWalkFastPath._run_numpy`
+computes with array operations (the closed forms of
+:mod:`sim.dataplanes.source_routing.fast_path`): it marks the delivery tree
+by walking from each receiver up to the first marked node, then visits the
+tree nodes in preorder, where every parent comes before its children, so
+stack positions, sibling ranks, subtree sizes and arrival times (in the
+reference's order of floating-point operations) need one or two passes. It
+is ``None`` when numba is not installed (or ``STACKCAST_NO_JIT=1``); the
+numpy path runs then. ``tests/sim/test_fast_paths.py`` runs both against the
+pass-by-pass reference.
 
 References
 ----------
-Seed 000 §3.3.1-3.3.2, §3.5.4, §4.2.1 (see :mod:`sim.engines.fast_static`).
+Seed 000 §3.3.1-3.3.2, §3.5.4, §4.2.1 (see :mod:`sim.dataplanes.source_routing.fast_path`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from typing import Any
 
 import numpy as np
 
-#: Family codes of the kernel.
+#: Walk codes of the kernel.
 BITMASK, PORT_PREDICTIVE, PORT_REACTIVE, HOPS = 0, 1, 2, 3
+#: Walk name (:data:`sim.dataplanes.source_routing.fast_path.WALKS`) -> kernel code.
+KERNEL_CODES = {"bitmask": BITMASK, "port-predictive": PORT_PREDICTIVE,
+                "port-reactive": PORT_REACTIVE, "hops": HOPS}
 
 batch_kernel: Callable[..., Any] | None = None
 

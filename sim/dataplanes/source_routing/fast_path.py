@@ -1,52 +1,62 @@
-"""Fast path of the static engine for tree-walking label stacks: the same counts in closed form.
+"""Fast path of the label stacks that walk the shortest-path tree: the same counts in closed form.
 
-The pass-by-pass engine (:func:`sim.engines.static.run_notification` with the data
-planes of :mod:`sim.dataplanes`) stays the definition. For the families whose
-walk is fully determined by the delivery tree, this module computes what that
-walk yields (deliveries, frames and bytes per directed link, passes,
-recirculations, lookups and the thesis's simplified circulations per switch,
-drops, header sizes, first arrival times) with numpy over the shortest-path
-tree, for a batch of notifications at once:
+The pass-by-pass reference (:func:`sim.engines.static.run_notification` with
+:class:`~sim.dataplanes.source_routing.reference.SourceRoutingDataPlane` or
+:class:`~sim.dataplanes.neighbor_labels.reference.NeighborLabelsDataPlane`)
+stays the definition. For the stacks whose walk is fully determined by the
+delivery tree, :class:`TreeWalkFastPath` (a
+:class:`~sim.dataplanes.fast_path.FastPath`) computes what that walk yields
+(deliveries, frames and bytes per directed link, passes, recirculations,
+lookups and the thesis's simplified circulations per switch, drops, header
+sizes, first arrival times) with numpy over the shortest-path tree, for a
+batch of notifications at once. The walks (:data:`WALKS`):
 
-``switch-bitmask`` (reactive pruning, seed 000 §3.3.2, digest §3.3, §3.11)
+``bitmask``: switch/bitmask stacks (reactive pruning, seed 000 §3.3.2, digest §3.3, §3.11)
     One entry per tree switch in preorder; ``pos(u)`` its index. Switch ``u``
     pops ``q_u = pos(u) - pos(parent) - 1`` foreign entries, then serves its
     ``m_u`` tree children one set bit per pass: ``q_u + m_u`` passes,
     ``q_u + 2 m_u`` lookups, ``m_u`` simplified circulations; the copy for
     the j-th child (port order) leaves after pass ``q_u + j`` and carries the
     ``L - 1 - pos(u)`` entries after ``u``'s own.
-``switch-port`` (seed 000 §3.3.1, Listing 3.3, digest §3.2)
-    One entry per tree edge in preorder. Predictive pruning: ``u`` receives
+``port-predictive``, ``port-reactive``: switch/port stacks (seed 000 §3.3.1, Listing 3.3)
+    Digest §3.2. One entry per tree edge in preorder. Predictive pruning: ``u`` receives
     the ``L_u`` entries of its subtree, scans them one per pass, and each
     copy recirculates over the ``L_u - 1 - p_j`` entries after its own entry
     ``p_j``; every copy leaves after pass ``L_u`` and carries its child's
     subtree. Reactive: ``u`` receives every entry after its parent's entry
     for it; copies leave right after the pass that made them.
-``hops`` (seed 000 §4.2.1, digest §3.6)
+``hops``: neighbour labels (seed 000 §4.2.1, digest §3.6)
     The tree's nodes in preorder (root omitted); like predictive switch-port
-    except that a copy stops looking up labels at the next neighbour label.
+    except that a copy stops looking up labels at the next neighbour label
+    (configured by :mod:`sim.dataplanes.neighbor_labels.fast_path`).
 
 How: per topology, the spanning shortest-path tree from every root switch
-(the tree of :func:`sim.dataplanes.trees.shortest_path_tree`, hosts as leaves) is laid
-out once in preorder with children in port order, so a subtree is an index
-range. A notification's delivery tree is the set of nodes whose range holds
-a receiver (prefix sums over the receivers), its stack positions are prefix
-sums over that set, and every count above is a gather or a ``bincount`` over
-the tree's nodes, for a batch of notifications at once. Where numba is
-installed, :mod:`sim.engines.fast_static_jit` computes the same in one compiled loop
-per notification (``impl="jit"``, the default then; ``impl="numpy"`` or
-``STACKCAST_NO_JIT=1`` forces the array version); both are property-tested.
+(the tree of :func:`sim.dataplanes.trees.shortest_path_tree`, hosts as
+leaves) is laid out once in preorder with children in port order, so a
+subtree is an index range. A notification's delivery tree is the set of
+nodes whose range holds a receiver (prefix sums over the receivers), its
+stack positions are prefix sums over that set, and every count above is a
+gather or a ``bincount`` over the tree's nodes, for a batch of notifications
+at once. Where numba is installed,
+:mod:`sim.dataplanes.source_routing.fast_path_jit` computes the same in one
+compiled loop per notification (``impl="jit"``, the default then;
+``impl="numpy"`` or ``STACKCAST_NO_JIT=1`` forces the array version); both
+are property-tested.
 
 Link delays and the analytic delay model of seed 000 §3.5.4 are applied in
 exactly the reference's order of floating-point operations, so arrival
-times are bit-identical. Anything outside these cases (Steiner trees, other
-stack orders, oversized stacks, receiver sets with the publisher, broker or
-replying hosts) is left to the reference: :meth:`FastStatic.metrics`
-returns ``None`` for such a notification. ``tests/sim/test_fast_static.py``
-checks on random topologies, receiver sets and entry kinds that
-:meth:`FastStatic.delivery` equals :func:`sim.engines.static.run_notification`
-exactly and that :meth:`FastStatic.metrics` equals :func:`row_metrics` of
-the reference delivery.
+times are bit-identical. Anything outside these cases (oversized stacks,
+receiver sets with the publisher, broker or replying hosts) is left to the
+reference: :meth:`TreeWalkFastPath.metrics` returns ``None`` for such a
+notification. Which strategies and parameters map to a walk (shortest-path
+trees in port order only) is the strategies' call, in their
+:meth:`~strategies.base.Strategy.fast_path` hooks (switch-bitmask,
+switch-port, hops); :func:`source_routing_fast_path` configures the walk
+from a :class:`~sim.dataplanes.source_routing.codec.StackLayout`.
+``tests/sim/test_fast_paths.py`` checks on random topologies, receiver sets
+and parameters that :meth:`TreeWalkFastPath.delivery` equals the reference
+exactly and that :meth:`TreeWalkFastPath.metrics` equals
+:func:`~sim.dataplanes.delivery.row_metrics` of the reference delivery.
 
 References
 ----------
@@ -59,17 +69,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
+from typing import Any, Literal
 
 import numpy as np
 
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
+from sim.dataplanes.fast_path import Encoder
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
-from sim.engines.static import run_notification
-from strategies.base import Strategy
+from sim.dataplanes.source_routing.codec import StackLayout
+from sim.dataplanes.trees import bfs_parents
 from topologies.model import Topology
+from topologies.registry import check
 
 #: Notifications per numpy batch (memory ~ BATCH x nodes x 40 B).
 BATCH = 256
@@ -117,8 +129,6 @@ class _Tables:
             self._build(r)
 
     def _build(self, r: int) -> None:
-        from sim.dataplanes.trees import bfs_parents
-
         topology, gid = self.topology, self.gid
         root = topology.switches[r]
         par = dict(bfs_parents(topology, root))
@@ -128,7 +138,7 @@ class _Tables:
         for c, p in par.items():
             kids.setdefault(p, []).append(c)
         for p, cs in kids.items():
-            cs.sort(key=lambda c, p=p: topology.port_to(p, c))
+            cs.sort(key=partial(topology.port_to, p))  # children in port order
         preorder: list[str] = []
         stack = [root]
         while stack:
@@ -142,16 +152,16 @@ class _Tables:
         node, parent, end = self.node[r], self.parent[r], self.end[r]
         depth, delay, pos_of = self.depth[r], self.delay[r], self.pos_of[r]
         for i, x in enumerate(preorder):
-            p = par.get(x)
+            up = par.get(x)
             node[i] = gid[x]
             pos_of[gid[x]] = i
             end[i] = i + size[x]
-            if p is None:
+            if up is None:
                 parent[i] = -1
             else:
-                parent[i] = num[p]
-                depth[i] = depth[num[p]] + 1
-                delay[i] = topology.ports(x)[topology.port_to(x, p)].link.delay_s
+                parent[i] = num[up]
+                depth[i] = depth[num[up]] + 1
+                delay[i] = topology.ports(x)[topology.port_to(x, up)].link.delay_s
         self.is_switch[r] = node < self.n_switches
         self.built[r] = True
 
@@ -162,54 +172,82 @@ def _tables(topology: Topology) -> _Tables:
     return _Tables(topology)
 
 
-# -- the engine -------------------------------------------------------------------
+# -- the fast path ----------------------------------------------------------------
+
+#: The walks :class:`TreeWalkFastPath` computes (see the module docstring).
+Walk = Literal["bitmask", "port-predictive", "port-reactive", "hops"]
+WALKS: tuple[Walk, ...] = ("bitmask", "port-predictive", "port-reactive", "hops")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Family:
-    """What distinguishes the supported strategies (see the module docstring)."""
+class StackWalk:
+    """What distinguishes one stack's walk: its kind and its header widths.
 
-    kind: str                 # "bitmask", "port" or "hops"
-    predictive: bool          # port only
+    Parameters
+    ----------
+    walk : {"bitmask", "port-predictive", "port-reactive", "hops"}
+        The closed form (module docstring).
+    size_bytes : int
+        Bytes of the ``Size`` field ahead of the entries.
+    entry_bytes : int
+        Bytes per stack entry.
+    max_entries : int
+        Most entries a stack may have (field widths, STACK_SIZE); longer
+        stacks go to the reference.
+    frame_limit : int
+        Largest header + payload in bytes (the MTU policy's); larger frames
+        go to the reference.
+    """
+
+    walk: Walk
     size_bytes: int
     entry_bytes: int
     max_entries: int
-    frame_limit: int          # largest header + payload in bytes
+    frame_limit: int
+
+    def __post_init__(self) -> None:
+        check(self.walk in WALKS, f"walk must be one of {', '.join(WALKS)}; got {self.walk!r}")
+        check(self.size_bytes >= 0 and self.entry_bytes > 0,
+              f"stack widths must be positive; got size_bytes={self.size_bytes}, "
+              f"entry_bytes={self.entry_bytes}")
 
 
-def _family(strategy: Strategy, topology: Topology) -> _Family | None:
-    """The family of ``strategy`` if the fast path covers it exactly, else None."""
-    from strategies.frame_size import frame_limit
-    from strategies.neighbor_labels.hops import Hops
-    from strategies.source_routing.switch_bitmask import SwitchBitmask
-    from strategies.source_routing.switch_port import SwitchPort
-    from strategies.virtual_tree.labels import label_format
+def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, *,
+                             layout: StackLayout, kind: Literal["bitmask", "port"],
+                             pruning: Literal["predictive", "reactive"], stack_size: int,
+                             frame_limit: int, impl: str = "auto") -> TreeWalkFastPath:
+    """The fast path of a switch/bitmask or switch/port stack in preorder of the
+    shortest-path tree, children in port order.
 
-    cls = type(strategy)
-    if cls not in (SwitchBitmask, SwitchPort, Hops):
-        return None  # subclasses may override encode, host_receive or extra_metrics
-    p = strategy.params
-    limit = frame_limit(p.mtu_bytes, p.on_oversize)
-    if cls is Hops:
-        fmt = label_format(p)
-        if len(topology.switches) + len(topology.hosts) - 1 > fmt.max_id:
-            return None  # node labels do not fit: the reference raises
-        return _Family(kind="hops", predictive=True, size_bytes=fmt.size_bytes,
-                       entry_bytes=fmt.label_bytes, max_entries=fmt.max_entries,
-                       frame_limit=limit)
-    if p.tree != "spt" or p.stack_order != "port":
-        return None
-    try:
-        strategy.check_widths(topology)  # type: ignore[attr-defined]
-    except ValueError:
-        return None  # the reference raises the same error per notification
-    layout = strategy.layout  # type: ignore[attr-defined]
-    kind = "bitmask" if cls is SwitchBitmask else "port"
-    predictive = kind == "port" and p.pruning == "predictive"
-    return _Family(kind=kind, predictive=predictive, size_bytes=layout.size_bytes,
-                   entry_bytes=layout.entry_bytes,
-                   max_entries=min(layout.max_entries, strategy.stack_size),  # type: ignore[attr-defined]
-                   frame_limit=limit)
+    Parameters
+    ----------
+    topology, delays
+        The network and the analytic delay constants (seed 000 §3.5.4).
+    encode
+        The strategy's encoder (its packets go into :meth:`TreeWalkFastPath.delivery`).
+    layout : StackLayout
+        Field widths of the stack.
+    kind : {"bitmask", "port"}
+        ``<switch id, port bitmask>`` entries per tree switch (always
+        reactive pruning, seed 000 §3.3.2) or ``<switch id, port>`` entries
+        per tree edge (§3.3.1).
+    pruning : {"predictive", "reactive"}
+        Clone post-processing of switch/port stacks (Listing 3.3).
+    stack_size : int
+        STACK_SIZE of the program (entries a frame within the MTU can carry).
+    frame_limit : int
+        Largest header + payload in bytes.
+    impl : {"auto", "jit", "numpy"}
+        As in :class:`TreeWalkFastPath`.
+
+    The caller has checked that the widths address ``topology`` (the
+    reference raises the same error per notification otherwise).
+    """
+    walk: Walk = ("bitmask" if kind == "bitmask"
+                  else "port-predictive" if pruning == "predictive" else "port-reactive")
+    shape = StackWalk(walk=walk, size_bytes=layout.size_bytes, entry_bytes=layout.entry_bytes,
+                      max_entries=min(layout.max_entries, stack_size), frame_limit=frame_limit)
+    return TreeWalkFastPath(topology, shape, delays, encode, impl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,38 +275,70 @@ class _Batch:
     pub_bytes: np.ndarray     # bytes of the publisher's frame per notification
 
 
-class FastStatic:
-    """Closed-form static engine for one topology, strategy and delay model.
+class TreeWalkFastPath:
+    """Closed-form static walk of one stack (:class:`StackWalk`) on one topology.
 
-    Build it with :func:`fast_static_for` (None when the strategy is not
-    covered). The installed state must be the strategy's own ``install``
-    (their rules do not depend on subscriptions).
+    A :class:`~sim.dataplanes.fast_path.FastPath`. Strategies build it in their
+    :meth:`~strategies.base.Strategy.fast_path` hook (through
+    :func:`source_routing_fast_path` or
+    :func:`sim.dataplanes.neighbor_labels.fast_path.hops_fast_path`). The
+    installed state must be the strategy's own ``install`` (its rules do not
+    depend on subscriptions).
+
+    Parameters
+    ----------
+    topology : Topology
+    shape : StackWalk
+        The walk and the stack's widths.
+    delays : DelayModel
+        Analytic delay constants (seed 000 §3.5.4).
+    encode : Encoder
+        The strategy's encoder, for the encoding in :meth:`delivery`.
+    impl : {"auto", "jit", "numpy"}
+        "jit" (the numba kernel of :mod:`sim.dataplanes.source_routing.fast_path_jit`),
+        "numpy", or "auto" (the kernel when numba is there).
     """
 
-    def __init__(self, topology: Topology, strategy: Strategy, family: _Family,
-                 delays: DelayModel, impl: str = "auto") -> None:
-        from sim.engines.fast_static_jit import batch_kernel
+    def __init__(self, topology: Topology, shape: StackWalk, delays: DelayModel,
+                 encode: Encoder, impl: str = "auto") -> None:
+        from sim.dataplanes.source_routing.fast_path_jit import batch_kernel
 
         if impl not in ("auto", "jit", "numpy"):
             raise ValueError(f"impl must be auto, jit or numpy; got {impl!r}")
         if impl == "jit" and batch_kernel is None:
             raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
-        #: "jit" (the compiled kernel of :mod:`sim.engines.fast_static_jit`) or "numpy"
-        self.impl = "jit" if impl == "jit" or (impl == "auto" and batch_kernel) else "numpy"
+        #: "jit" (the compiled kernel) or "numpy"
+        self._impl = "jit" if impl == "jit" or (impl == "auto" and batch_kernel) else "numpy"
         self.topology = topology
-        self.strategy = strategy
-        self.family = family
+        self.shape = shape
         self.delays = delays
+        self.encode = encode
         self.tables = _tables(topology)
         self._gid = self.tables.gid
         self._hosts = frozenset(topology.hosts)
         self._buffers: dict[str, np.ndarray] = {}
 
+    @property
+    def impl(self) -> str:
+        """The implementation that runs: "jit" or "numpy"."""
+        return self._impl
+
+    @property
+    def implementations(self) -> tuple[str, ...]:
+        """The implementations available here (:meth:`using` builds each)."""
+        from sim.dataplanes.source_routing.fast_path_jit import batch_kernel
+
+        return ("numpy",) if batch_kernel is None else ("jit", "numpy")
+
+    def using(self, impl: str) -> TreeWalkFastPath:
+        """The same fast path computed by implementation ``impl``."""
+        return TreeWalkFastPath(self.topology, self.shape, self.delays, self.encode, impl)
+
     # -- public API -------------------------------------------------------------
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
                 payload_bytes: int) -> list[dict[str, Any] | None]:
-        """Row metrics (:data:`METRIC_KEYS`) per notification; None where the
-        reference must run (see the module docstring). Batches of
+        """Row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`) per notification;
+        None where the reference must run (see the module docstring). Batches of
         :data:`BATCH` notifications share the numpy work."""
         out: list[dict[str, Any] | None] = []
         for a in range(0, len(publishers), BATCH):
@@ -283,7 +353,7 @@ class FastStatic:
         if not ok:
             return out
         b = self._run(roots, recv, pub_delay, payload_bytes)
-        fam = self.family
+        fam = self.shape
         hdr = fam.size_bytes + fam.entry_bytes * b.entries
         fits = ((hdr + payload_bytes <= fam.frame_limit) & (b.entries <= fam.max_entries)).tolist()
         starts = b.starts
@@ -314,15 +384,15 @@ class FastStatic:
 
     def delivery(self, state: ControlState, notification: Notification,
                  receivers: frozenset[str], payload: bytes) -> Delivery | None:
-        """The full :class:`~sim.engines.static.Delivery` of one notification, or None where
-        the reference must run. The encoding is the strategy's own encoder's."""
+        """The full :class:`~sim.dataplanes.delivery.Delivery` of one notification, or None
+        where the reference must run. The encoding is the strategy's own encoder's."""
         if self.metrics([notification.publisher], [receivers], len(payload))[0] is None:
             return None
         _, roots, recv, pub_delay = self._inputs([notification.publisher], [receivers])
         b = self._run(roots, recv, pub_delay, len(payload))
         names, n_sw = self.tables.names, self.tables.n_switches
         pub = notification.publisher
-        encoding = self.strategy.encode(self.topology, state, notification, receivers, payload)
+        encoding = self.encode(self.topology, state, notification, receivers, payload)
         out = Delivery(publisher=pub, receivers=receivers, encoding=encoding)
         out.links[(pub, names[b.node[0]])] = [1, int(b.pub_bytes[0])]
         for i, g in enumerate(b.node.tolist()):
@@ -371,17 +441,10 @@ class FastStatic:
 
     def _run_jit(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
                  payload_bytes: int) -> _Batch:
-        from sim.engines.fast_static_jit import (
-            BITMASK,
-            HOPS,
-            PORT_PREDICTIVE,
-            PORT_REACTIVE,
-            batch_kernel,
-        )
+        from sim.dataplanes.source_routing.fast_path_jit import KERNEL_CODES, batch_kernel
 
-        t, fam, d = self.tables, self.family, self.delays
-        kind = {"bitmask": BITMASK, "hops": HOPS}.get(
-            fam.kind, PORT_PREDICTIVE if fam.predictive else PORT_REACTIVE)
+        t, fam, d = self.tables, self.shape, self.delays
+        kind = KERNEL_CODES[fam.walk]
         nb = len(rows)
         out_i = self._buffer("out_i", (7, nb * t.size), np.int64)
         out_t = self._buffer("out_t", (nb * t.size,), np.float64)
@@ -416,7 +479,7 @@ class FastStatic:
 
     def _run_numpy(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
                    payload_bytes: int) -> _Batch:
-        t, fam, d = self.tables, self.family, self.delays
+        t, fam, d = self.tables, self.shape, self.delays
         n, nb = t.size, len(rows)
         # tree nodes: preorder ranges [i, end) holding a receiver
         bidx = np.repeat(np.arange(nb), recv.counts)
@@ -445,7 +508,7 @@ class FastStatic:
         by_level = np.argsort(lv.astype(np.int16), kind="stable")  # by depth (radix sort)
         is_sw = t.is_switch.ravel()[tix]               # 1 for switches, 0 for hosts
         # hosts have no children, no arriving stack to scan: every count below is 0 for them
-        if fam.kind == "bitmask":
+        if fam.walk == "bitmask":
             before = np.cumsum(is_sw) - is_sw          # tree switches before, whole batch
             pos = before - before[starts][b_of]        # index of the switch's stack entry
             entries = np.add.reduceat(is_sw, starts)
@@ -467,12 +530,12 @@ class FastStatic:
             marked_cs = np.zeros((nb, n + 1), np.int32)
             np.cumsum(marked, axis=1, out=marked_cs[:, 1:])
             below = marked_cs.ravel()[b_of * (n + 1) + t.end.ravel()[tix]] - rank - 1
-            if fam.predictive:                         # port predictive, hops
+            if fam.walk != "port-reactive":             # port predictive, hops
                 trailing = (rank[par] + below[par] - rank) * nr
                 passes = below + np.bincount(par, weights=trailing, minlength=k).astype(np.int64)
                 depth = below[par]
                 carried = below
-                if fam.kind == "hops":
+                if fam.walk == "hops":
                     sub = np.bincount(par, weights=carried * nr, minlength=k).astype(np.int64)
                     lookups = below + sub + m - is_sw
                     simplified = np.zeros(k, np.int64)
@@ -504,45 +567,3 @@ class FastStatic:
                       lookups=lookups, simplified=simplified, entries=entries,
                       pub_bytes=base + fam.entry_bytes * entries)
 
-
-def fast_static_for(topology: Topology, strategy: Strategy,
-                    delays: DelayModel = DelayModel(), impl: str = "auto") -> FastStatic | None:
-    """A :class:`FastStatic` for ``strategy`` on ``topology``, or None when the
-    fast path does not cover it (then use :func:`sim.engines.static.run_notification`).
-    ``impl``: "jit" (numba kernel), "numpy", or "auto" (the kernel when numba is there)."""
-    family = _family(strategy, topology)
-    return None if family is None else FastStatic(topology, strategy, family, delays, impl)
-
-
-STATIC_PATHS = ("auto", "fast", "reference")
-
-
-def choose_static_path(topology: Topology, strategy: Strategy, delays: DelayModel,
-                       path: str = "auto") -> FastStatic | None:
-    """The engine a static cell uses: the fast path where it is proven equal.
-
-    ``path`` is ``"auto"`` (fast where covered, else the reference),
-    ``"reference"`` (always :func:`sim.engines.static.run_notification`) or ``"fast"``
-    (the fast path; an error if the strategy is not covered). Notifications
-    the fast path declines (see :meth:`FastStatic.metrics`) run on the
-    reference in every mode.
-
-    Raises
-    ------
-    ValueError
-        If ``path`` is not one of :data:`STATIC_PATHS`, or ``"fast"`` was asked
-        for a strategy the fast path does not cover.
-    """
-    if path not in STATIC_PATHS:
-        raise ValueError(f"static_path must be one of {', '.join(STATIC_PATHS)}; got {path!r}")
-    if path == "reference":
-        return None
-    fast = fast_static_for(topology, strategy, delays)
-    if fast is None and path == "fast":
-        raise ValueError(f"static_path='fast': strategy {strategy.name!r} with these parameters "
-                         "has no fast path (covered: switch-bitmask, switch-port and hops on "
-                         "shortest-path trees in port order)")
-    return fast
-
-__all__ = ["STATIC_PATHS", "FastStatic", "choose_static_path", "fast_static_for",
-           "run_notification"]

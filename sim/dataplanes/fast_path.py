@@ -1,0 +1,78 @@
+"""The interface of a fast path: a family's static walk computed in closed form.
+
+The pass-by-pass reference (:func:`sim.engines.static.run_notification`
+running a family's data-plane model) is the definition of what a
+notification does. A data-plane family may also offer a :class:`FastPath`
+that computes the same counts without walking packets (closed form,
+vectorized, compiled) for a batch of notifications at once. A strategy
+hands one out through its hook :meth:`strategies.base.Strategy.fast_path`,
+configured with its own parameters; the static engine
+(:func:`sim.engines.static.choose_static_path`) only calls that hook and
+never names a strategy or a family.
+
+Contract of a fast path, checked for every strategy whose hook returns one
+by ``tests/sim/test_fast_paths.py`` (random topologies, receiver sets,
+parameters, delay constants):
+
+- :meth:`FastPath.delivery` equals the reference's
+  :class:`~sim.dataplanes.delivery.Delivery` exactly (deliveries, first
+  arrival times bit for bit, frames and bytes per link, per-switch counts,
+  drops, encoding), and :meth:`FastPath.metrics` equals
+  :func:`~sim.dataplanes.delivery.row_metrics` of it;
+- a notification it does not cover exactly is *declined* (``None``): the
+  engine runs the reference for it, which also raises the reference's errors;
+- the control state is the strategy's own ``install``.
+
+A fast path with several interchangeable implementations (e.g. numpy and a
+compiled kernel) lists them in ``implementations`` and builds the variant
+``using(impl)``; the property test checks each.
+
+References
+----------
+shared/DESIGN.md "Data planes" (a fast path must agree with the pass-by-pass
+model on randomized cases; the reference stays the definition) and "Layout
+and layers" (fast paths plug in through one hook a family implements); seed
+000 §3.5.4 (the delay model both apply); digest ch. 1-4 §7.16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.delivery import Delivery
+from sim.dataplanes.packet import Encoding, Notification
+from topologies.model import Topology
+
+#: A publisher encoder, ``strategy.encode(topology, state, notification, receivers,
+#: payload)``: fast paths put the strategy's own encoding into their deliveries.
+Encoder: TypeAlias = Callable[[Topology, ControlState, Notification, frozenset[str], bytes],
+                              Encoding]
+
+
+@runtime_checkable
+class FastPath(Protocol):
+    """A closed-form static engine for one topology, strategy and delay model.
+
+    Built by :meth:`strategies.base.Strategy.fast_path`; see the module
+    docstring for the contract.
+    """
+
+    @property
+    def impl(self) -> str:
+        """Which implementation computes the counts (reports and benchmarks name it)."""
+        ...
+
+    def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                payload_bytes: int) -> list[dict[str, Any] | None]:
+        """Row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`, in that order) of
+        each notification ``(publishers[i], receiver_sets[i])`` with a payload of
+        ``payload_bytes``; ``None`` where the reference must run."""
+        ...
+
+    def delivery(self, state: ControlState, notification: Notification,
+                 receivers: frozenset[str], payload: bytes) -> Delivery | None:
+        """The full :class:`~sim.dataplanes.delivery.Delivery` of one notification,
+        equal to the reference's; ``None`` where the reference must run."""
+        ...

@@ -1,0 +1,334 @@
+"""Every strategy's fast path equals the pass-by-pass reference exactly.
+
+The strategies under test are found, not listed: every registered strategy
+(:data:`strategies.base.STRATEGIES` after ``load_builtin_strategies()``)
+whose :meth:`~strategies.base.Strategy.fast_path` hook returns a fast path
+with its default parameters on a small network. A new family's fast path is
+tested as soon as its strategy implements the hook.
+
+Random topologies (tests/support/random_topologies.py) with random link
+delays, random publishers and receiver sets, random parameters (every
+``Literal`` field of the strategy's parameters, and the widths and MTU
+policies of :data:`FIELD_VALUES`), random delay constants and payloads:
+:meth:`~sim.dataplanes.fast_path.FastPath.delivery` must equal
+:func:`sim.engines.static.run_notification` field by field (deliveries,
+first arrivals, frames and bytes per link, per-switch counts, drops,
+encoding), and :meth:`~sim.dataplanes.fast_path.FastPath.metrics` must equal
+:func:`sim.dataplanes.delivery.row_metrics` of the reference delivery, for
+each of the fast path's implementations. The tree walk of
+:mod:`sim.dataplanes.source_routing.fast_path` (switch-bitmask, switch-port,
+hops) has its own tests at the end (batches, both implementations, what it
+declines).
+
+References
+----------
+shared/DESIGN.md "Data planes" (a fast path agrees with the pass-by-pass
+model on randomized cases); seed 000 §3.3, §3.5.4, §4.2.1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, Delivery, row_metrics
+from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.source_routing import fast_path as tree_walk
+from sim.dataplanes.source_routing.fast_path import TreeWalkFastPath
+from sim.dataplanes.source_routing.fast_path_jit import batch_kernel
+from sim.engines.static import choose_static_path, run_notification
+from strategies.base import (
+    STRATEGIES,
+    Knowledge,
+    Strategy,
+    load_builtin_strategies,
+    make_strategy,
+)
+from strategies.frame_size import OversizeError
+from tests.support.random_topologies import random_topology
+from topologies.model import Topology
+from topologies.registry import SpecError
+
+#: The fast paths that exist today; discovery must find at least these.
+KNOWN = {"switch-bitmask", "switch-port", "hops"}
+
+#: Values drawn for parameter fields of these names (besides the default): field
+#: widths, and MTUs small enough that stacks overflow (the reference's case).
+FIELD_VALUES: dict[str, list[Any]] = {
+    "mtu_bytes": [100, 300, 1500], "size_bits": [8, 16], "bitmask_bits": [8, 16, 24],
+    "port_bits": [8, 16], "id_bits": [8, 16], "label_bits": [8, 16, 24],
+}
+
+#: Family-specific tightenings: a fast path of this class declines a notification only if
+#: ``rule(receivers, reference_delivery)`` holds.
+DECLINES_ONLY: dict[type, Callable[[frozenset[str], Delivery], bool]] = {
+    # nothing to send, or a stack beyond the MTU split into packets per subtree
+    TreeWalkFastPath: lambda receivers, ref: not receivers or len(ref.encoding.packets) > 1,
+}
+
+_PROBE = random_topology(6, 2, 1, hosts=2)
+
+
+def fast_path_strategies() -> tuple[str, ...]:
+    """Registered strategies whose hook returns a fast path (default parameters)."""
+    load_builtin_strategies()
+    out = []
+    for name in STRATEGIES.names():
+        cls = STRATEGIES.get(name)
+        if cls.fast_path is Strategy.fast_path:
+            continue
+        try:
+            strategy = make_strategy(name)
+        except SpecError:  # no usable defaults: not discoverable this way
+            continue
+        if strategy.fast_path(_PROBE, DelayModel()) is not None:
+            out.append(name)
+    return tuple(sorted(out))
+
+
+FAST = fast_path_strategies()
+
+
+def implementations(fast: FastPath) -> list[FastPath]:
+    """``fast`` in each of its implementations (those it lists, else itself)."""
+    names = getattr(fast, "implementations", (fast.impl,))
+    return [fast if impl == fast.impl else fast.using(impl)  # listed, so it has using()
+            for impl in names]
+
+
+def test_discovery_finds_the_known_fast_paths():
+    assert set(FAST) >= KNOWN
+    assert all(isinstance(make_strategy(n).fast_path(_PROBE, DelayModel()), FastPath)
+               for n in FAST)
+    assert "unicast" not in FAST and "switch-mcgroup" not in FAST
+
+
+def _with_delays(topo: Topology, delays: list[float]) -> Topology:
+    links = tuple(dataclasses.replace(lk, delay_s=delays[i % len(delays)])
+                  for i, lk in enumerate(topo.links))
+    return Topology(name=topo.name + ",delays", switches=topo.switches, hosts=topo.hosts,
+                    links=links)
+
+
+@st.composite
+def parameters(draw, name: str) -> dict[str, Any]:
+    """Random parameters of strategy ``name``: each ``Literal`` field and each field of
+    :data:`FIELD_VALUES` keeps its default three times in four (most cases then have a
+    fast path to compare), else takes a drawn value."""
+    params_cls = STRATEGIES.get(name).Params
+    hints = typing.get_type_hints(params_cls)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(params_cls):
+        if typing.get_origin(hints[f.name]) is typing.Literal:
+            values = list(typing.get_args(hints[f.name]))
+        elif f.name in FIELD_VALUES:
+            values = FIELD_VALUES[f.name]
+        else:
+            continue
+        if draw(st.integers(0, 3)) == 0:
+            out[f.name] = draw(st.sampled_from(values))
+    return out
+
+
+@st.composite
+def cases(draw, name: str):
+    n = draw(st.integers(1, 24))
+    topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
+                           hosts=draw(st.integers(1, 3)))
+    if draw(st.booleans()):
+        topo = _with_delays(topo, draw(st.lists(st.sampled_from([0.0, 1e-6, 3.3e-4, 0.1]),
+                                                min_size=1, max_size=4)))
+    publisher = draw(st.sampled_from(topo.hosts))
+    others = [h for h in topo.hosts if h != publisher]
+    receivers = frozenset(draw(st.sets(st.sampled_from(others), max_size=len(others)))
+                          if others else ())
+    params = draw(parameters(name))
+    delays = DelayModel(**{k: draw(st.sampled_from([0.0, 1e-5, 1e-4, 7.7e-3]))
+                           for k in ("feed_in_s", "switch_s", "pass_s")})
+    payload = draw(st.sampled_from([0, 8, 50, 500]))
+    return topo, publisher, receivers, (name, params), delays, payload
+
+
+@pytest.mark.parametrize("name", FAST)
+@settings(max_examples=250, deadline=None)
+@given(data=st.data())
+def test_fast_path_equals_reference(name, data):
+    topo, publisher, receivers, (_, params), delays, payload_bytes = data.draw(cases(name))
+    try:
+        strategy = make_strategy(name, params)
+        state = strategy.install(topo, Knowledge.for_notification(publisher, receivers))
+    except ValueError:  # parameters that do not fit together or cannot address topo
+        event(f"{name}: no state")  # (SpecError, FieldRangeError: nothing to compare)
+        return
+    fast = strategy.fast_path(topo, delays)
+    if fast is None:  # not covered (e.g. Steiner trees): the reference runs
+        event(f"{name}: no fast path")
+        return
+    note = Notification(3, publisher)
+    payload = payload_for(note, payload_bytes)
+    try:
+        ref: Delivery | None = run_notification(topo, strategy, state, note, receivers,
+                                                payload, delays)
+    except OversizeError:
+        ref = None  # the fast path must decline: the reference raises
+    for variant in implementations(fast):
+        got = variant.delivery(state, note, receivers, payload)
+        metrics = variant.metrics([publisher], [receivers], payload_bytes)[0]
+        event(f"{name}: {'declined' if got is None else 'compared'}")
+        if ref is None or got is None:
+            assert got is None and metrics is None, variant.impl
+            if ref is not None and type(fast) in DECLINES_ONLY:
+                assert DECLINES_ONLY[type(fast)](receivers, ref), variant.impl
+            continue
+        assert metrics is not None, variant.impl
+        assert got.switches == ref.switches, variant.impl
+        assert got.links == ref.links, variant.impl
+        assert got.first_arrival_s == ref.first_arrival_s, variant.impl
+        assert got == ref, variant.impl
+        assert list(metrics) == list(METRIC_KEYS)
+        assert metrics == row_metrics(ref), variant.impl
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_jellyfish_255_cell_notifications(name):
+    """The benchmark network itself (seed 000 ch. 3): 30 % receivers, 50 B; every
+    discovered fast path covers these notifications (it is not a fast path that
+    declines everything) and equals the reference on them."""
+    from topologies.specs import load_topology
+
+    topo = load_topology("jellyfish:switches=255,degree=4,hosts=1,seed=1")
+    strategy = make_strategy(name)
+    rng = np.random.default_rng(5)
+    fast = strategy.fast_path(topo, DelayModel())
+    assert fast is not None
+    for i in range(3):
+        pub = topo.hosts[int(rng.integers(len(topo.hosts)))]
+        others = [h for h in topo.hosts if h != pub]
+        receivers = frozenset(rng.choice(others, round(0.3 * len(topo.hosts)), replace=False))
+        state = strategy.install(topo, Knowledge.for_notification(pub, receivers))
+        note = Notification(i, pub)
+        ref = run_notification(topo, strategy, state, note, receivers, payload_for(note, 50))
+        for variant in implementations(fast):
+            assert variant.delivery(state, note, receivers, payload_for(note, 50)) == ref
+
+
+@pytest.mark.parametrize("strategy,params", [*((n, {}) for n in FAST),
+                                             ("switch-port", {"pruning": ["reactive"]}),
+                                             ("unicast", {})])
+def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
+    """Same cell, fast and reference path: identical rows (link delays and
+    non-default delay constants included); covered cells never call the reference."""
+    from experiments.cells import pipeline as cell_runner
+    from experiments.cells.pipeline import cell_rows
+    from experiments.cells.spec import parse_spec_dict
+
+    spec = parse_spec_dict({
+        "experiment": {"name": "paths", "notifications": 12, "seeds": [4],
+                       "payload_bytes": [50]},
+        "grid": {"topology": ["jellyfish:switches=24,degree=3,hosts=2,seed=2"],
+                 "strategy": [strategy], "receivers": ["uniform:percent=30"]},
+        "strategy_params": {strategy: params} if params else {},
+        "links": {"delay_s": 2.5e-5}, "delays": {"pass_s": 3e-6},
+    }, "<paths>")
+    (cell,) = spec.cells()
+    ref = cell_rows(cell, "reference")
+    if strategy in FAST:
+        def no_reference(*args, **kwargs):
+            raise AssertionError("the reference ran in a covered cell")
+
+        monkeypatch.setattr(cell_runner, "run_notification", no_reference)
+    fast = cell_rows(cell, "auto")
+    assert len(fast) == 12 and fast == ref
+    assert all(r["delivered"] == r["receivers"] for r in ref)
+
+
+def test_static_path_choice():
+    topo = random_topology(6, 2, 1)
+    bitmask, unicast = make_strategy("switch-bitmask"), make_strategy("unicast")
+    assert choose_static_path(topo, bitmask, DelayModel(), "auto") is not None
+    assert choose_static_path(topo, bitmask, DelayModel(), "reference") is None
+    assert choose_static_path(topo, unicast, DelayModel(), "auto") is None
+    with pytest.raises(ValueError, match="strategy 'unicast' has no fast path"):
+        choose_static_path(topo, unicast, DelayModel(), "fast")
+    with pytest.raises(ValueError, match="static_path must be one of auto, fast, reference"):
+        choose_static_path(topo, bitmask, DelayModel(), "quick")
+
+
+def test_subclasses_do_not_inherit_a_fast_path():
+    """A subclass may change encode, host_receive or extra_metrics: no silent fast path."""
+    topo = random_topology(6, 2, 1)
+    for name in FAST:
+        cls = STRATEGIES.get(name)
+        sub = type("Sub" + cls.__name__, (cls,), {})
+        assert sub().fast_path(topo, DelayModel()) is None, name
+
+
+# -- the tree walk of switch-bitmask, switch-port and hops ----------------------------
+
+TREE_WALKS = [("switch-bitmask", {}), ("switch-port", {}),
+              ("switch-port", {"pruning": "reactive"}), ("hops", {})]
+#: Both implementations of the tree walk: numpy, and the numba kernel when numba is there.
+IMPLS = ["numpy", pytest.param("jit", marks=pytest.mark.skipif(
+    batch_kernel is None, reason="numba not installed (or STACKCAST_NO_JIT=1)"))]
+
+
+def _tree_walk(name: str, params: dict[str, Any], topo: Topology, impl: str
+               ) -> TreeWalkFastPath:
+    fast = make_strategy(name, params).fast_path(topo, DelayModel())
+    assert isinstance(fast, TreeWalkFastPath)
+    return fast.using(impl)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**16), kind=st.sampled_from(TREE_WALKS), count=st.integers(1, 12))
+def test_batch_equals_one_by_one(impl, seed, kind, count):
+    """A batch of notifications gives each one's metrics (offsets never leak), and both
+    implementations agree."""
+    topo = random_topology(14, 6, seed, hosts=2)
+    fast = _tree_walk(*kind, topo, impl)
+    assert fast.impl == impl
+    rng = np.random.default_rng(seed)
+    pubs = [topo.hosts[int(i)] for i in rng.integers(len(topo.hosts), size=count)]
+    sets = [frozenset(h for h in topo.hosts if h != p and rng.random() < 0.4) for p in pubs]
+    together = fast.metrics(pubs, sets, 50)
+    assert together == [fast.metrics([p], [r], 50)[0] for p, r in zip(pubs, sets, strict=True)]
+    assert together == fast.using("numpy").metrics(pubs, sets, 50)
+    assert sum(m is not None for m in together) == sum(bool(r) for r in sets)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_batches_split_where_they_like(impl, monkeypatch):
+    """Chunking a long list into batches (and reusing work buffers) changes nothing."""
+    topo = random_topology(18, 9, 3, hosts=2)
+    fast = _tree_walk("switch-bitmask", {}, topo, impl)
+    rng = np.random.default_rng(1)
+    pubs = [topo.hosts[int(i)] for i in rng.integers(len(topo.hosts), size=23)]
+    sets = [frozenset(h for h in topo.hosts if h != p and rng.random() < 0.3) for p in pubs]
+    whole = fast.metrics(pubs, sets, 50)
+    monkeypatch.setattr(tree_walk, "BATCH", 4)
+    assert fast.metrics(pubs, sets, 50) == whole
+
+
+def test_oversized_and_uncovered_go_to_the_reference():
+    topo = random_topology(60, 0, 7, hosts=3)  # a long tree: stacks beyond a small MTU
+    small = make_strategy("switch-port", {"mtu_bytes": 80, "on_oversize": "split"})
+    fast = small.fast_path(topo, DelayModel())
+    assert fast is not None
+    pub, receivers = topo.hosts[0], frozenset(topo.hosts[1:])
+    assert fast.metrics([pub], [receivers], 50) == [None]
+    assert fast.metrics([pub], [receivers | {pub}], 50) == [None]  # publisher as receiver
+    for name, params in [("switch-port", {"tree": "steiner"}),
+                         ("switch-bitmask", {"stack_order": "largest-first"}),
+                         ("switch-mcgroup", {}), ("unicast", {})]:
+        assert make_strategy(name, params).fast_path(topo, DelayModel()) is None, name
+    with pytest.raises(ValueError, match="impl must be auto, jit or numpy"):
+        _tree_walk("switch-bitmask", {}, topo, "cuda")
