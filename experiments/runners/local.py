@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from experiments.cells.pipeline import run_cell
 from experiments.cells.spec import ExperimentSpec
-from experiments.storage.results import is_done, write_cell
+from experiments.storage.results import Provenance, is_done, migrate_layout, write_cell
 from sim.dataplanes.seeds import canonical_json
 
 log = logging.getLogger(__name__)
@@ -19,9 +19,10 @@ def run_local(spec: ExperimentSpec, out: str | Path, resume: bool = False,
               progress: bool = True) -> dict[str, int]:
     """Run every cell of ``spec`` into ``out``; returns counts of cells run and skipped."""
     cells = spec.cells()
+    migrate_layout(out)
     todo = [c for c in cells if not (resume and is_done(out, c))]
-    spec_json = canonical_json(spec.canonical())
+    prov = Provenance.of(canonical_json(spec.canonical()))
     log.info("%s: %d cells, %d to run", spec.name, len(cells), len(todo))
     for cell in tqdm(todo, desc=spec.name, unit="cell", disable=not progress):
-        write_cell(out, cell, run_cell(cell), spec_json)
+        write_cell(out, cell, run_cell(cell), prov)
     return {"cells": len(cells), "ran": len(todo), "skipped": len(cells) - len(todo)}

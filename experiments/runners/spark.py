@@ -21,8 +21,8 @@ Output and exactly-once rows
     Each task runs its cells with :func:`experiments.cells.pipeline.run_cell` (the
     same function as the local engine, hence identical rows) and writes each
     cell itself with :func:`experiments.storage.results.write_cell`: a temporary file
-    renamed into ``OUT/experiment=X/strategy=Y/cell-<id>.parquet``. A cell's
-    file name depends only on the cell, and the rename is atomic, so a retried
+    renamed into ``OUT/data/cell-<id>.parquet``. A cell's file name depends
+    only on the cell, and the rename is atomic, so a retried
     task, a speculative copy, a lost executor or a rerun replaces the file
     with identical content: every cell has exactly one row set, never zero
     after success, never two. Tasks return only ``(cell_id, rows)``; the
@@ -36,8 +36,8 @@ Schema
     :func:`spark_schema` maps :data:`experiments.cells.schema.ROWS` to a
     ``StructType`` in one function; Spark reads the dataset with it, so both
     engines see the same columns and types (Spark reports every column of a
-    file source as nullable). ``experiment`` and ``strategy`` are also the
-    hive partition columns.
+    file source as nullable). Every column, ``experiment`` and ``strategy``
+    included, lives in the files; the directories are not hive partitions.
 
 Aggregation
     :func:`aggregate_spark` groups by :data:`POINT_COLUMNS` with Spark SQL
@@ -50,12 +50,13 @@ Progress
     new or replaced since the run started) and drives a tqdm bar: cells done /
     total, rate and ETA.
 
-Test hooks (environment, read on the driver when a run starts, passed to tasks)
-    ``STACKCAST_FAIL_ONCE_DIR=DIR``: a cell whose marker ``DIR/<cell_id>.arm``
-    exists raises :class:`InjectedFailure` right after writing its file, once:
-    the marker is renamed to ``<cell_id>.fired`` first, so the retry succeeds.
-    ``STACKCAST_CELL_SLEEP_S=S``: each cell sleeps ``S`` seconds before it
-    runs (to make a run last long enough to be interrupted).
+Wrapping cells
+    ``run_spark(..., around=f)`` calls ``f(cell, task)`` on the executor for
+    every cell instead of ``task()``, where ``task`` runs the cell, writes its
+    file and returns its row count: a place to instrument cells (timing,
+    logging) or, in tests, to inject failures and delays
+    (``tests/support/spark_cells.py``). ``f`` travels to the executors
+    pickled with the task, so it must be picklable there.
 """
 
 from __future__ import annotations
@@ -63,11 +64,8 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import os
 import threading
-import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -78,19 +76,28 @@ from experiments.cells.pipeline import run_cell
 from experiments.cells.schema import ROWS, TIMED_ROWS, metric_columns, point_columns
 from experiments.cells.spec import Cell, ExperimentSpec
 from experiments.runners.spark_session import DEFAULT_MASTER, require_spark, spark_session
-from experiments.storage.results import cell_path, dataset_schema, is_done, write_cell
+from experiments.storage.results import (
+    Provenance,
+    cell_path,
+    data_dir,
+    dataset_schema,
+    is_done,
+    migrate_layout,
+    results_data,
+    write_cell,
+)
 from sim.dataplanes.seeds import canonical_json
+from sim.workloads.receivers import step_model_names
 
 log = logging.getLogger(__name__)
 
 PARTITIONS_PER_SLOT = 3
 MAX_CELLS_PER_PARTITION = 64
-FAIL_ONCE_ENV = "STACKCAST_FAIL_ONCE_DIR"
-CELL_SLEEP_ENV = "STACKCAST_CELL_SLEEP_S"
 
-
-class InjectedFailure(RuntimeError):
-    """Raised by the ``STACKCAST_FAIL_ONCE_DIR`` test hook."""
+#: Runs one cell and writes its file; returns the number of rows written.
+CellTask = Callable[[], int]
+#: Called as ``around(cell, task)`` in place of ``task()`` for every cell (see "Wrapping cells").
+CellWrapper = Callable[[Cell, CellTask], int]
 
 
 # -- schema -------------------------------------------------------------------------
@@ -190,44 +197,23 @@ def partition_count(cells: int, parallelism: int) -> int:
 
 # -- the task -----------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class TaskHooks:
-    """Test hooks, read from the driver's environment (see the module docstring)."""
+def run_partition(groups: Iterable[list[Cell]], out: str, prov: Provenance,
+                  around: CellWrapper | None = None) -> Iterator[tuple[str, int]]:
+    """Run and write every cell of one partition; yields ``(cell_id, rows)``.
 
-    fail_once_dir: str | None = None
-    cell_sleep_s: float = 0.0
-
-    @classmethod
-    def from_env(cls) -> TaskHooks:
-        sleep = os.environ.get(CELL_SLEEP_ENV, "").strip()
-        return cls(fail_once_dir=os.environ.get(FAIL_ONCE_ENV) or None,
-                   cell_sleep_s=float(sleep) if sleep else 0.0)
-
-    def before(self, cell: Cell) -> None:
-        if self.cell_sleep_s > 0:
-            time.sleep(self.cell_sleep_s)
-
-    def after_write(self, cell: Cell) -> None:
-        if not self.fail_once_dir:
-            return
-        marker = Path(self.fail_once_dir) / f"{cell.cell_id}.arm"
-        try:
-            os.rename(marker, marker.with_suffix(".fired"))
-        except FileNotFoundError:
-            return
-        raise InjectedFailure(f"injected failure in cell {cell.cell_id} (first attempt)")
-
-
-def run_partition(groups: Iterable[list[Cell]], out: str, spec_json: str,
-                  hooks: TaskHooks = TaskHooks()) -> Iterator[tuple[str, int]]:
-    """Run and write every cell of one partition; yields ``(cell_id, rows)``."""
+    ``around`` wraps each cell's run and write (see "Wrapping cells").
+    """
     for group in groups:
         for cell in group:
-            hooks.before(cell)
-            table = run_cell(cell)
-            write_cell(out, cell, table, spec_json)
-            hooks.after_write(cell)
-            yield cell.cell_id, table.num_rows
+            task = partial(run_and_write, cell, out, prov)
+            yield cell.cell_id, task() if around is None else around(cell, task)
+
+
+def run_and_write(cell: Cell, out: str, prov: Provenance) -> int:
+    """Run ``cell`` and write its file under ``out``; returns its row count."""
+    table = run_cell(cell)
+    write_cell(out, cell, table, prov)
+    return table.num_rows
 
 
 # -- progress -----------------------------------------------------------------------
@@ -306,7 +292,7 @@ def _local_path(out: str | Path) -> Path:
 
 def run_spark(spec: ExperimentSpec, out: str | Path, resume: bool = False,
               master: str | None = DEFAULT_MASTER, progress: bool = True, *,
-              spark: Any = None) -> dict[str, int]:
+              spark: Any = None, around: CellWrapper | None = None) -> dict[str, int]:
     """Run every cell of ``spec`` on Spark into ``out``.
 
     Parameters
@@ -324,6 +310,9 @@ def run_spark(spec: ExperimentSpec, out: str | Path, resume: bool = False,
     spark
         An existing ``SparkSession`` to use (left running); by default one is
         created for the run and stopped afterwards.
+    around
+        Called as ``around(cell, task)`` on the executors in place of each
+        cell's ``task()`` (run and write, returns the rows); must be picklable.
 
     Returns
     -------
@@ -332,14 +321,14 @@ def run_spark(spec: ExperimentSpec, out: str | Path, resume: bool = False,
     """
     root = _local_path(out)
     cells = list({c.cell_id: c for c in spec.cells()}.values())
+    migrate_layout(root)
     todo = [c for c in cells if not (resume and is_done(root, c))]
     counts = {"cells": len(cells), "ran": len(todo), "skipped": len(cells) - len(todo)}
     log.info("%s: %d cells, %d to run", spec.name, len(cells), len(todo))
     if not todo:
         return counts
     require_spark()  # one clear line before any JVM starts
-    spec_json = canonical_json(spec.canonical())
-    hooks = TaskHooks.from_env()
+    prov = Provenance.of(canonical_json(spec.canonical()))  # on the driver, for every file
     bar: Any = _NoBar()
     if progress:
         from tqdm import tqdm
@@ -348,24 +337,24 @@ def run_spark(spec: ExperimentSpec, out: str | Path, resume: bool = False,
                    dynamic_ncols=True)
     try:
         if spark is not None:
-            _run_cells(spark, todo, root, spec_json, hooks, bar, spec.name)
+            _run_cells(spark, todo, root, prov, around, bar, spec.name)
         else:
             with spark_session(master, app_name=f"stackcast {spec.name}") as session:
-                _run_cells(session, todo, root, spec_json, hooks, bar, spec.name)
+                _run_cells(session, todo, root, prov, around, bar, spec.name)
     finally:
         bar.close()
     return counts
 
 
-def _run_cells(spark: Any, todo: list[Cell], root: Path, spec_json: str, hooks: TaskHooks,
-               bar: Any, name: str) -> None:
+def _run_cells(spark: Any, todo: list[Cell], root: Path, prov: Provenance,
+               around: CellWrapper | None, bar: Any, name: str) -> None:
     sc = spark.sparkContext
     parts = balance(todo, partition_count(len(todo), sc.defaultParallelism))
     log.info("%d cells in %d partitions (costs %s)", len(todo), len(parts),
              [round(sum(c.cost() for c in p)) for p in parts])
     bar.set_description(name)
     bar.reset(total=len(todo))  # rate and ETA from here, not from the JVM start
-    task = partial(run_partition, out=str(root), spec_json=spec_json, hooks=hooks)
+    task = partial(run_partition, out=str(root), prov=prov, around=around)
     sc.setJobDescription(f"stackcast {name}: {len(todo)} cells")
     with FileProgress(root, todo, bar):
         answered = sc.parallelize(parts, numSlices=len(parts)).mapPartitions(task).collect()
@@ -380,41 +369,55 @@ def _run_cells(spark: Any, todo: list[Cell], root: Path, spec_json: str, hooks: 
 
 def _results_root(results_dir: str | Path) -> Path:
     root = _local_path(results_dir)
-    if not any(root.rglob("cell-*.parquet")):
-        raise FileNotFoundError(f"no results under {str(results_dir)!r}")
+    results_data(root)  # migrates an old layout; one line when there is nothing to read
     return root
 
 
 def read_results_spark(spark: Any, results_dir: str | Path) -> Any:
     """The results dataset as a DataFrame with the explicit :func:`spark_schema`."""
     root = _results_root(results_dir)
-    schema = dataset_schema(root)
-    frame = spark.read.schema(spark_schema(schema)).option("basePath", str(root)).parquet(str(root))
-    return frame.select(*schema.names)  # partition columns back in their schema position
+    schema, data = dataset_schema(root), str(data_dir(root))
+    frame = spark.read.schema(spark_schema(schema)).option("basePath", data).parquet(data)
+    return frame.select(*schema.names)
 
 
 def aggregate_frame(df: Any) -> list[dict[str, Any]]:
-    """Per parameter point: count, mean, std (0 for n == 1) and 95 % CI half-width."""
+    """Per parameter point: count, mean, std (0 for n == 1) and 95 % CI half-width.
+
+    Step models are aggregated per point and run, with ``control_writes_cum``
+    (as :func:`experiments.reports.report.aggregate_local`).
+    """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     schema = TIMED_ROWS if "timed" in df.columns else ROWS
     points, metrics = point_columns(schema), metric_columns(schema)
+    # step models (a declared StepAxis): one group per run, plus the running sum
+    stepped = F.split(F.col("receivers_model"), ":").getItem(0).isin(*sorted(step_model_names()))
+    cum = F.sum(F.col("control_writes").cast("double")).over(
+        Window.partitionBy("cell_id").orderBy("run"))
+    df = (df.withColumn("_run", F.when(stepped, F.col("run")).otherwise(F.lit(-1)))
+          .withColumn("control_writes_cum", F.when(stepped, cum)))
     n = F.count(F.lit(1))
     aggs = [n.alias("count")]
-    for m in metrics:
+    for m in [*metrics, "control_writes_cum"]:
         std = F.when(n > 1, F.stddev_samp(F.col(m).cast("double"))).otherwise(F.lit(0.0))
         aggs += [F.avg(F.col(m).cast("double")).alias(f"{m}_mean"), std.alias(f"{m}_std"),
                  (F.lit(1.96) * std / F.sqrt(n.cast("double"))).alias(f"{m}_ci95")]
-    rows = df.groupBy(*points).agg(*aggs).collect()
+    rows = df.groupBy(*points, "_run").agg(*aggs).collect()
     out = []
     for row in rows:
         rec = row.asDict()
+        run = int(rec.pop("_run"))
         rec["count"] = int(rec["count"])
         rec["payload_bytes"] = int(rec["payload_bytes"])
-        out.append({k: rec[k] for k in [*points, "count"]}
+        if run < 0:  # not a step model: no running sum
+            rec = {k: v for k, v in rec.items() if not k.startswith("control_writes_cum_")}
+        out.append({k: rec[k] for k in points} | ({"run": run} if run >= 0 else {})
+                   | {"count": rec["count"]}
                    | {k: float(v) for k, v in rec.items()
                       if k not in points and k != "count"})
-    out.sort(key=lambda r: tuple(r[c] for c in points))
+    out.sort(key=lambda r: (*(r[c] for c in points), r.get("run", -1)))
     return out
 
 

@@ -21,11 +21,12 @@ Seed 000 §3.5.4; digest ch. 1-4 §7.16.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.link_waste import wasted_link_frames
 from sim.dataplanes.packet import Encoding
+from sim.dataplanes.pipeline import PipelineResult
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -49,17 +50,98 @@ def broker_node(switch: str) -> str:
     return "b:" + switch
 
 
-
 @dataclass(slots=True)
 class SwitchCount:
+    """Pipeline work at one switch (or summed over switches)."""
+
     passes: int = 0
     recirculations: int = 0
     lookups: int = 0
     circulations_simplified: int = 0
 
+    def add(self, result: PipelineResult) -> None:
+        """Count one pipeline run (all its passes) of the data plane."""
+        self.passes += result.passes
+        self.recirculations += result.recirculations
+        self.lookups += result.lookups
+        self.circulations_simplified += result.circulations_simplified
+
+
+class SwitchTotal:
+    """A :class:`SwitchCount` field summed over a :class:`DeliveryCounts`'s switches.
+
+    A read-only attribute named like the field (``passes = SwitchTotal()``).
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> SwitchTotal: ...
+
+    @overload
+    def __get__(self, obj: DeliveryCounts, owner: type | None = None) -> int: ...
+
+    def __get__(self, obj: DeliveryCounts | None, owner: type | None = None
+                ) -> SwitchTotal | int:
+        return self if obj is None else obj.total(self.field)
+
+
+class DeliveryCounts:
+    """What one notification's deliveries and switch work add up to (a mixin).
+
+    Shared by :class:`Delivery` (static engine, fast paths) and the timed
+    engine's :class:`sim.engines.timed.engine.NoteRecord`, so both count
+    false positives, false negatives, duplicates and switch totals the same
+    way. The class using it has ``receivers`` (who should get the
+    notification), ``delivered`` (host -> copies received) and ``switches``
+    (switch -> :class:`SwitchCount`).
+
+    References
+    ----------
+    Seed 000 §3.5 (evaluation metrics); shared/DESIGN.md "Engines" (exact
+    counts).
+    """
+
+    __slots__ = ()
+
+    receivers: frozenset[str]
+    delivered: dict[str, int]
+    switches: dict[str, SwitchCount]
+
+    #: :class:`SwitchCount` totals over all switches (read-only attributes).
+    passes = SwitchTotal()
+    recirculations = SwitchTotal()
+    lookups = SwitchTotal()
+    circulations_simplified = SwitchTotal()
+
+    @property
+    def false_positives(self) -> int:
+        """Hosts outside the receiver set that got the notification."""
+        return sum(1 for h in self.delivered if h not in self.receivers)
+
+    @property
+    def false_negatives(self) -> int:
+        """Receivers that did not get the notification."""
+        return sum(1 for h in self.receivers if h not in self.delivered)
+
+    @property
+    def duplicates(self) -> int:
+        """Copies beyond the first at any host."""
+        return sum(c - 1 for c in self.delivered.values())
+
+    def total(self, attr: str) -> int:
+        """``attr`` of :class:`SwitchCount` summed over the switches."""
+        return sum(getattr(c, attr) for c in self.switches.values())
+
+    @property
+    def max_switch_passes(self) -> int:
+        """The most passes one switch ran (0 when no switch was reached)."""
+        return max((c.passes for c in self.switches.values()), default=0)
+
 
 @dataclass(kw_only=True)
-class Delivery:
+class Delivery(DeliveryCounts):
     """Everything measured for one notification."""
 
     publisher: str
@@ -72,29 +154,12 @@ class Delivery:
     drops: int = 0
 
     @property
-    def false_positives(self) -> int:
-        """Hosts outside the receiver set that got the notification."""
-        return sum(1 for h in self.delivered if h not in self.receivers)
-
-    @property
-    def false_negatives(self) -> int:
-        return sum(1 for h in self.receivers if h not in self.delivered)
-
-    @property
-    def duplicates(self) -> int:
-        """Copies beyond the first at any host."""
-        return sum(c - 1 for c in self.delivered.values())
-
-    @property
     def frames(self) -> int:
         return sum(f for f, _ in self.links.values())
 
     @property
     def bytes(self) -> int:
         return sum(b for _, b in self.links.values())
-
-    def total(self, attr: str) -> int:
-        return sum(getattr(c, attr) for c in self.switches.values())
 
     @property
     def delay_worst_s(self) -> float:
@@ -138,36 +203,6 @@ class Delivery:
         }
 
 
-
-#: The per-notification metrics the cell rows use, in row order.
-METRIC_KEYS = ("delivered", "false_positives", "false_negatives", "duplicates",
-               "header_entries", "header_bytes", "packets_sent", "frames", "bytes", "passes",
-               "recirculations", "lookups", "circulations_simplified", "max_switch_passes",
-               "delay_worst_ms", "link_false_positives")
-
-
-# -- per-topology tables: the shortest-path tree from every root ---------------
-
-
-class _Tables:
-    """Spanning shortest-path trees (switches and every host) from each root switch.
-
-    Nodes are numbered globally (switches ``0..S-1`` in topology order, then
-    hosts). Per root, the ``N = S + H`` nodes are laid out in preorder of the
-    tree with children in port order (the order of the stacks, seed 000 §3.2),
-    so a subtree is the range ``[i, end[i])``. Arrays are ``(S, N)``, indexed
-    ``[root, preorder number]`` unless noted; a root's row is filled the first
-    time a notification uses it (:meth:`ensure`).
-
-    Attributes
-    ----------
-    node : global node index; parent : preorder number of the parent (root:
-    -1); end : preorder number after the subtree; depth : hops from the root;
-    delay : delay of the link parent -> node (s); is_switch : 1 for switches, 0 for hosts;
-    pos_of : ``[root, global node]`` -> preorder number.
-    """
-
-
 #: The per-notification metrics the cell rows use, in row order.
 METRIC_KEYS = ("delivered", "false_positives", "false_negatives", "duplicates",
                "header_entries", "header_bytes", "packets_sent", "frames", "bytes", "passes",
@@ -184,10 +219,9 @@ def row_metrics(delivery: Delivery, link_waste: bool = True) -> dict[str, Any]:
         "false_negatives": d.false_negatives, "duplicates": d.duplicates,
         "header_entries": d.encoding.header_entries, "header_bytes": d.encoding.header_bytes,
         "packets_sent": len(d.encoding.packets), "frames": d.frames, "bytes": d.bytes,
-        "passes": d.total("passes"), "recirculations": d.total("recirculations"),
-        "lookups": d.total("lookups"),
-        "circulations_simplified": d.total("circulations_simplified"),
-        "max_switch_passes": max((c.passes for c in d.switches.values()), default=0),
+        "passes": d.passes, "recirculations": d.recirculations, "lookups": d.lookups,
+        "circulations_simplified": d.circulations_simplified,
+        "max_switch_passes": d.max_switch_passes,
         "delay_worst_ms": d.delay_worst_s * 1e3,
     }
     if link_waste:

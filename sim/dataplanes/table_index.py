@@ -4,18 +4,19 @@ Content-filter tables hold thousands of range/ternary entries with no exact
 key to bucket on, so :meth:`sim.dataplanes.control_state.SwitchConfig.lookup` scans them one
 by one. :func:`lookup` computes the same first match in precedence order
 (higher priority first, then longer LPM prefixes, ties in insertion order:
-exactly ``SwitchConfig``'s stable sort) with numpy over per-table arrays,
-cached per configuration object. Tables with an exact field in every entry
-go to ``SwitchConfig.lookup`` (its buckets are already small). A property
-test checks the two agree.
+exactly ``SwitchConfig``'s stable sort) with numpy over per-table arrays.
+The arrays are built once per table and kept in the ``table_index`` store of
+the :class:`sim.dataplanes.caches.Caches` the caller passes (the data plane
+that owns it), keyed by the table's tuple of entries itself. Tables with an
+exact field in every entry go to ``SwitchConfig.lookup`` (its buckets are
+already small). A property test checks the two agree.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
+from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import Exact, Lpm, Range, SwitchConfig, TableEntry, Ternary
 
 
@@ -64,24 +65,30 @@ class _Index:
         return self.entries[i] if ok[i] else None
 
 
-_CACHE_SIZE = 512
-_cache: OrderedDict[tuple[int, str], tuple[SwitchConfig, _Index]] = OrderedDict()
+def lookup(config: SwitchConfig, table: str, *key: int,
+           caches: Caches | None = None) -> TableEntry | None:
+    """``config.lookup(table, *key)``, vectorised for tables without an exact key field.
 
-
-def lookup(config: SwitchConfig, table: str, *key: int) -> TableEntry | None:
-    """``config.lookup(table, *key)``, vectorised for tables without an exact key field."""
+    Parameters
+    ----------
+    config : SwitchConfig
+        The switch's installed state.
+    table : str
+        The table applied.
+    *key : int
+        One value per match field.
+    caches : Caches, optional
+        Holds the table's index (``caches.table_index``) between calls; None
+        builds it for this call only (correct, slow).
+    """
     entries = config.tables.get(table, ())
     if len(entries) < 32 or any(
             all(isinstance(e.match[i][1], Exact) for e in entries)
             for i in range(len(entries[0].match))):
         return config.lookup(table, *key)
-    ck = (id(config), table)
-    hit = _cache.get(ck)
-    if hit is None or hit[0] is not config:
-        hit = (config, _Index(entries))
-        _cache[ck] = hit
-        if len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    else:
-        _cache.move_to_end(ck)
-    return hit[1].first(tuple(key))
+    store = or_fresh(caches).table_index
+    ck = (Identity(entries), table)
+    index = store.get(ck)
+    if index is None:
+        index = store.put(ck, _Index(entries))
+    return index.first(tuple(key))  # type: ignore[no-any-return]

@@ -67,15 +67,15 @@ digest ch. 5-7 §4.2.3, §4.2.6, A15-A17.
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
+from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.switch_clusters import ClientClusters, client_clusters
 from sim.dataplanes.trees import hop_distances
-from sim.workloads.receivers import Population, register_receiver_model
+from sim.workloads.receivers import Population, PopulationBase, register_receiver_model
 from strategies.virtual_tree.client_view import ControllerView
 from topologies.model import Topology
 from topologies.registry import check
@@ -183,7 +183,7 @@ class Move:
 
 
 @dataclass
-class ClusteredPopulation:
+class ClusteredPopulation(PopulationBase):
     """A clustered client layout after ``churn`` percent migration.
 
     Attributes
@@ -296,15 +296,6 @@ def _draw(hosts: list[str], w: np.ndarray, k: int, exclude: set[str],
     return [hosts[idx[int(i)]] for i in picks]
 
 
-_PLAN_CACHE_SIZE = 64
-_plans: OrderedDict[tuple[Any, ...], tuple[Topology, ClusteredPopulation]] = OrderedDict()
-
-
-def clear_plan_cache() -> None:
-    """Forget the cached plans of :func:`clustered_population` (tests, memory)."""
-    _plans.clear()
-
-
 def _rng_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
     """Everything that fixes the draws of ``rng`` and of the generators it spawns;
     None if that cannot be told (then nothing is cached)."""
@@ -322,7 +313,8 @@ def _rng_key(rng: np.random.Generator) -> tuple[Any, ...] | None:
 
 
 def clustered_population(params: ClusteredParams, topology: Topology,
-                         rng: np.random.Generator) -> ClusteredPopulation:
+                         rng: np.random.Generator, caches: Caches | None = None
+                         ) -> ClusteredPopulation:
     """Draw clusters, the initial layout and the whole migration plan.
 
     The draws come from three generators spawned from ``rng`` (clusters and
@@ -330,26 +322,23 @@ def clustered_population(params: ClusteredParams, topology: Topology,
     levels of one seed are nested.
 
     The plan does not depend on ``churn`` or ``rebuild_every``: plans are
-    cached per (topology, :meth:`ClusteredParams.workload_key`, state of
-    ``rng``), so the cells of one seed at other churn levels reuse it (and
-    its layouts and controller views) instead of drawing it again. ``rng`` is
-    left as a fresh draw would leave it.
+    kept in ``caches.clustered_plans`` per (topology object,
+    :meth:`ClusteredParams.workload_key`, state of ``rng``), so the cells of
+    one seed at other churn levels that share ``caches`` reuse it (and its
+    layouts and controller views) instead of drawing it again (seed 000
+    §6.6.2). ``rng`` is left as a fresh draw would leave it. Without
+    ``caches`` the plan is drawn afresh (same result).
     """
     key = _rng_key(rng)
-    if key is not None:
-        key = (id(topology), params.workload_key(), *key)
-        hit = _plans.get(key)
-        if hit is not None and hit[0] is topology:
-            _plans.move_to_end(key)
-            rng.spawn(3)  # the same side effect on rng as a fresh draw
-            plan = hit[1]
-            return replace(plan, churn=params.churn, rebuild_every=params.rebuild_every)
-    plan = _draw_plan(params, topology, rng)
-    if key is not None:
-        _plans[key] = (topology, plan)
-        while len(_plans) > _PLAN_CACHE_SIZE:
-            _plans.popitem(last=False)
-    return plan
+    if key is None or caches is None:
+        return _draw_plan(params, topology, rng)
+    store = caches.clustered_plans
+    key = (Identity(topology), params.workload_key(), *key)
+    plan = store.get(key)
+    if plan is None:
+        return store.put(key, _draw_plan(params, topology, rng))  # type: ignore[no-any-return]
+    rng.spawn(3)  # the same side effect on rng as a fresh draw
+    return replace(plan, churn=params.churn, rebuild_every=params.rebuild_every)
 
 
 def _draw_plan(params: ClusteredParams, topology: Topology, rng: np.random.Generator
@@ -410,7 +399,8 @@ def _draw_plan(params: ClusteredParams, topology: Topology, rng: np.random.Gener
 @register_receiver_model(
     "clustered", ClusteredParams,
     "ch. 6 client distribution: k-means clusters, dense/sparse weights, publishers with "
-    "subscribers and frequencies, migration scenario and churn (seed 000 §6.5.2, §6.6)")
-def _clustered(params: ClusteredParams, topology: Topology, rng: np.random.Generator
-               ) -> Population:
-    return clustered_population(params, topology, rng)  # type: ignore[return-value]
+    "subscribers and frequencies, migration scenario and churn (seed 000 §6.5.2, §6.6)",
+    takes_caches=True)
+def _clustered(params: ClusteredParams, topology: Topology, rng: np.random.Generator,
+               caches: Caches | None = None) -> Population:
+    return clustered_population(params, topology, rng, caches)  # type: ignore[return-value]

@@ -12,9 +12,10 @@ The population fixes, from the cell's workload generator,
   fair coin between the two categories, or uniform over all with
   ``rand_mode="uniform"``). A replaced subscriber's role goes to its
   replacement, drawn uniformly from the current non-subscribers (publisher
-  excluded). The random draws are made in the same order as
-  :func:`strategies.virtual_tree.hybrid_churn.churn_updates`, so the same generator gives
-  the same sequence there and here.
+  excluded). The draws are those of
+  :func:`strategies.virtual_tree.hybrid_churn.draw_replacements`, which
+  :func:`strategies.virtual_tree.hybrid_churn.churn_updates` replays too, so
+  the same generator gives the same sequence there and here.
 
 Notification number ``run`` (0, 1, ...) sees the subscribers after
 ``min(run x step, 100)%`` of the original subscribers were replaced (the
@@ -44,7 +45,12 @@ from typing import Literal
 
 import numpy as np
 
-from sim.workloads.receivers import Population, register_receiver_model
+from sim.workloads.receivers import (
+    Population,
+    PopulationBase,
+    StepAxis,
+    register_receiver_model,
+)
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -134,45 +140,31 @@ def replacement_plan(topology: Topology, publisher: str, subscribers: frozenset[
                      rand_mode: RandMode = "coin") -> ReplacementPlan:
     """Draw the stable split and the full replacement sequence.
 
-    The draws (stable split, then per replacement: category, victim,
-    replacement host) are made in the order of
-    :func:`strategies.virtual_tree.hybrid_churn.churn_updates`, whose category choice
-    (:func:`strategies.virtual_tree.hybrid_churn._pick_category`) this reuses.
+    The draws, and the SpecError on bad input, are those of
+    :func:`strategies.virtual_tree.hybrid_churn.draw_replacements`, the
+    sequence :func:`strategies.virtual_tree.hybrid_churn.churn_updates`
+    replays, so the same generator gives the same replacements in both.
 
-    Raises
-    ------
-    SpecError
-        On an empty subscriber set, a subscribing publisher, or when no
-        non-subscriber is left to be a replacement.
+    References
+    ----------
+    Seed 000 §4.4.3 (Fig. 4.8); shared/notes/seed000-ch1-4.md §7.15.
     """
-    from strategies.virtual_tree.hybrid_churn import _pick_category  # the strategy layer, on demand
+    from strategies.virtual_tree.hybrid_churn import draw_replacements  # strategy layer, on demand
 
-    subs = sorted(set(subscribers), key=topology.host_id)
-    check(bool(subs), "replacement needs at least one subscriber")
-    check(publisher not in subs, f"subscribers must not include the publisher {publisher}")
-    n = len(subs)
-    picks = rng.choice(n, size=round_half_up(tree_percent * n, 100), replace=False)
-    stable = frozenset(subs[int(i)] for i in picks)
-    pending = {True: [h for h in subs if h in stable], False: [h for h in subs if h not in stable]}
-    current = set(subs)
-    steps = []
-    for _ in range(n):
-        is_stable = _pick_category(policy, rand_mode, pending, rng)
-        victims = pending[is_stable]
-        victim = victims.pop(int(rng.integers(len(victims))))
-        free = [h for h in topology.hosts if h != publisher and h not in current]
-        check(bool(free), "no non-subscriber left to replace a subscriber with")
-        new = free[int(rng.integers(len(free)))]
-        current.remove(victim)
-        current.add(new)
-        steps.append(Replacement(victim, new, is_stable))
-    return ReplacementPlan(publisher, tuple(subs), stable, tuple(steps))
+    subs, stable, steps = draw_replacements(topology, publisher, subscribers, policy=policy,
+                                            rng=rng, tree_percent=tree_percent,
+                                            rand_mode=rand_mode)
+    return ReplacementPlan(publisher, subs, stable,
+                           tuple(Replacement(victim, new, is_stable)
+                                 for victim, new, is_stable in steps))
 
 
-class ReplacementPopulation:
+class ReplacementPopulation(PopulationBase):
     """One publisher whose subscribers are replaced ``step`` percent per notification.
 
-    Stateful only in counting ``receivers`` calls (see the module docstring).
+    Stateful only in counting ``receivers`` calls (see the module docstring);
+    :meth:`draw` passes the notification number. Knows its stable subscribers
+    (:meth:`stable`).
     """
 
     def __init__(self, plan: ReplacementPlan, step: int) -> None:
@@ -200,6 +192,11 @@ class ReplacementPopulation:
         self._calls = run + 1
         return self.plan.after(self.replaced_at(run))[0]
 
+    def draw(self, publisher: str, run: int, rng: np.random.Generator
+             ) -> tuple[None, frozenset[str]]:
+        """No event; every subscriber at notification ``run``."""
+        return None, self.receivers(publisher, rng, run=run)
+
     def stable(self, publisher: str, run: int) -> frozenset[str]:
         """The stable subscribers at notification ``run``."""
         self._check(publisher)
@@ -209,7 +206,9 @@ class ReplacementPopulation:
 @register_receiver_model(
     "replacement", ReplacementParams,
     "one publisher, percent% subscribers (ratio_dynamic% dynamic), step% replaced per "
-    "notification under HEAD/RULE/RAND (seed 000 Fig. 4.8)")
+    "notification under HEAD/RULE/RAND (seed 000 Fig. 4.8)",
+    steps=StepAxis("subscribers replaced", "%",
+                   lambda params, run: float(min(run * params.step, 100))))
 def _replacement(params: ReplacementParams, topology: Topology, rng: np.random.Generator
                  ) -> Population:
     hosts = topology.hosts

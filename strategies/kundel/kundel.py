@@ -57,6 +57,7 @@ from strategies.range_filter.range_boxes import (
     PriorityRule,
     base_flows,
     container_signature,
+    fill_container_table,
 )
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
@@ -168,27 +169,11 @@ class KundelBase(ContentStrategy):
             for sw in topology.switches})
 
     def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:
-        if c is None or not c.entries:
-            self.groups.assign(sw, ())
-            return
-        prio = c.priorities(self.params.priority)
-        sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
-        ids = self.groups.assign(sw, sets)
-        for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
-            builder.add_group(sw, gid, ports)
-        old = self._made.get(sw, {})
-        made = self._made[sw] = {}
-        for box in sorted(c.entries, key=lambda b: (-prio[b], b.volume, b.bounds)):
-            ports = tuple(sorted(c.entries[box].ports))
-            action, param = ((FORWARD_SINGLE, ("port", ports[0])) if len(ports) == 1
-                             else (FORWARD_GROUP, ("mcast_grp", ids[ports])))
-            key = (box, action, param, prio[box])
-            entry = old.get(key)
-            if entry is None:
-                entry = TableEntry(table=TABLE, match=self._entry_match(box.bounds),
-                                   action=action, params=(param,), priority=prio[box])
-            made[key] = entry
-            builder.add_entry(sw, entry)
+        fill_container_table(builder, sw, c, rule=self.params.priority, groups=self.groups,
+                             made=self._made, table=TABLE,
+                             forward=(FORWARD_SINGLE, "port"),
+                             multicast=(FORWARD_GROUP, "mcast_grp"),
+                             match=lambda box: self._entry_match(box.bounds))
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:

@@ -12,15 +12,14 @@ from __future__ import annotations
 from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.packet import BROADCAST_MAC, Notification, host_mac
 from sim.dataplanes.trees import shortest_path_tree
-from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.l2.rules import event_packet, install_tree_groups
+from strategies.base import Knowledge, register_strategy
+from strategies.l2.rules import L2Strategy, install_tree_groups
 from topologies.model import Topology
 
 
 @register_strategy
-class Broadcast(Strategy):
+class Broadcast(L2Strategy):
     name = "broadcast"
-    dataplane = "l2"
     scope = "publisher"
     summary = "spanning tree per publisher to every host; hosts filter (false positives)"
 
@@ -33,7 +32,7 @@ class Broadcast(Strategy):
                                 BROADCAST_MAC, host_mac(topology, pub))
         return builder.build(topology.switches)
 
-    def encode(self, topology: Topology, state: ControlState, notification: Notification,
-               receivers: frozenset[str], payload: bytes) -> Encoding:
-        src = host_mac(topology, notification.publisher)
-        return Encoding((event_packet(BROADCAST_MAC, src, payload),))
+    def destinations(self, topology: Topology, state: ControlState, notification: Notification,
+                     receivers: frozenset[str]) -> tuple[int, ...]:
+        """One broadcast frame, whatever the receivers."""
+        return (BROADCAST_MAC,)

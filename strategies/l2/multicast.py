@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
-from sim.dataplanes.packet import Notification, group_mac, host_mac
+from sim.dataplanes.packet import Notification, group_mac
 from sim.dataplanes.trees import shortest_path_tree, steiner_tree
-from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.l2.rules import event_packet, install_tree_groups
+from strategies.base import Knowledge, register_strategy
+from strategies.l2.rules import L2Strategy, install_tree_groups
 from topologies.model import Topology
 
 
@@ -33,9 +33,8 @@ def tree_key(publisher: str, receivers: frozenset[str]) -> str:
 
 
 @register_strategy
-class Multicast(Strategy):
+class Multicast(L2Strategy):
     name = "multicast"
-    dataplane = "l2"
     Params = MulticastParams
     summary = "per-publisher stored trees per receiver set, one multicast group per switch"
 
@@ -53,14 +52,14 @@ class Multicast(Strategy):
                 install_tree_groups(builder, topology, tree, gid, group_mac(gid))
         return builder.build(topology.switches, {"groups": groups})
 
-    def encode(self, topology: Topology, state: ControlState, notification: Notification,
-               receivers: frozenset[str], payload: bytes) -> Encoding:
+    def destinations(self, topology: Topology, state: ControlState, notification: Notification,
+                     receivers: frozenset[str]) -> tuple[int, ...]:
+        """The group MAC of the receiver set's installed tree (none without receivers)."""
         if not receivers:
-            return Encoding(())
+            return ()
         key = tree_key(notification.publisher, receivers)
         try:
             gid = state.publisher_info["groups"][key]
         except KeyError:
             raise LookupError(f"no multicast tree installed for {key}") from None
-        src = host_mac(topology, notification.publisher)
-        return Encoding((event_packet(group_mac(gid), src, payload),))
+        return (group_mac(gid),)

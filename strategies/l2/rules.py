@@ -2,14 +2,22 @@
 
 They all run on the ``l2`` data plane (``sim/dataplanes/l2/reference.py``): one table
 ``MyIngress.l2_forward`` keyed by (destination MAC exact, source MAC ternary).
+The publisher sends plain event frames without a stack, one per destination
+MAC of :meth:`L2Strategy.destinations`.
+
+References
+----------
+Seed 000 §2.3, §3.5.4 (unicast, broadcast and multicast baselines); digest
+ch. 1-4 §7.18.
 """
 
 from __future__ import annotations
 
-from sim.dataplanes.control_state import Exact, StateBuilder, TableEntry, Ternary
+from sim.dataplanes.control_state import ControlState, Exact, StateBuilder, TableEntry, Ternary
 from sim.dataplanes.l2.reference import FORWARD, MULTICAST, TABLE
-from sim.dataplanes.packet import Packet
+from sim.dataplanes.packet import Notification, Packet, host_mac
 from sim.dataplanes.trees import Tree
+from strategies.base import Encoding, Strategy
 from topologies.model import Topology
 
 ETHERTYPE_EVENT = 0x88B5  # IEEE 802 local experimental EtherType 1
@@ -42,3 +50,24 @@ def install_tree_groups(builder: StateBuilder, topology: Topology, tree: Tree, g
 
 def event_packet(dst_mac: int, src_mac: int, payload: bytes) -> Packet:
     return Packet(dst_mac=dst_mac, src_mac=src_mac, ethertype=ETHERTYPE_EVENT, payload=payload)
+
+
+class L2Strategy(Strategy):
+    """Base of the L2 baselines: one event frame per :meth:`destinations` MAC, in order.
+
+    Subclasses set ``name`` and implement ``install`` and :meth:`destinations`.
+    """
+
+    dataplane = "l2"
+
+    def encode(self, topology: Topology, state: ControlState, notification: Notification,
+               receivers: frozenset[str], payload: bytes) -> Encoding:
+        """The publisher's frames, sent one after another (no header bytes)."""
+        src = host_mac(topology, notification.publisher)
+        return Encoding(tuple(event_packet(dst, src, payload) for dst in
+                              self.destinations(topology, state, notification, receivers)))
+
+    def destinations(self, topology: Topology, state: ControlState, notification: Notification,
+                     receivers: frozenset[str]) -> tuple[int, ...]:
+        """The destination MAC of each frame the publisher sends."""
+        raise NotImplementedError

@@ -13,15 +13,14 @@ from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.l2.reference import FORWARD
 from sim.dataplanes.packet import Notification, host_mac
 from sim.dataplanes.trees import next_hop_port
-from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.l2.rules import event_packet, l2_entry
+from strategies.base import Knowledge, register_strategy
+from strategies.l2.rules import L2Strategy, l2_entry
 from topologies.model import Topology
 
 
 @register_strategy
-class Unicast(Strategy):
+class Unicast(L2Strategy):
     name = "unicast"
-    dataplane = "l2"
     scope = "topology"
     summary = "one copy per receiver along shortest paths, L2 exact-match rules"
 
@@ -33,8 +32,7 @@ class Unicast(Strategy):
                                                next_hop_port(topology, sw, host)))
         return builder.build(topology.switches)
 
-    def encode(self, topology: Topology, state: ControlState, notification: Notification,
-               receivers: frozenset[str], payload: bytes) -> Encoding:
-        src = host_mac(topology, notification.publisher)
-        order = sorted(receivers, key=topology.host_id)
-        return Encoding(tuple(event_packet(host_mac(topology, h), src, payload) for h in order))
+    def destinations(self, topology: Topology, state: ControlState, notification: Notification,
+                     receivers: frozenset[str]) -> tuple[int, ...]:
+        """One frame per receiver, by host id."""
+        return tuple(host_mac(topology, h) for h in sorted(receivers, key=topology.host_id))

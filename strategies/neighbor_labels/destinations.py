@@ -32,30 +32,21 @@ from __future__ import annotations
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.neighbor_labels.codec import dest_label
-from sim.dataplanes.neighbor_labels.reference import (
-    NeighborLabelsDataPlane,
-    dest_entry,
-    install_clone_sessions,
-)
-from sim.dataplanes.packet import Notification
+from sim.dataplanes.neighbor_labels.reference import dest_entry, install_clone_sessions
 from sim.dataplanes.trees import next_hop_port
-from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.virtual_tree.labels import LabelParams, check_receivers, encode_stacks, label_format
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from strategies.base import Knowledge, register_strategy
+from strategies.neighbor_labels.label_strategy import NeighborLabelStrategy, Stacks
+from strategies.virtual_tree.labels import label_format
 from topologies.model import Topology
 
 
 @register_strategy
-class Destinations(Strategy):
+class Destinations(NeighborLabelStrategy):
     """Subscriber-id labels; one path rule per host on every switch (n^2 rules)."""
 
     name = "destinations"
-    dataplane = "neighbor_labels"
-    Params = LabelParams
-    scope = "topology"
     summary = "subscriber ids in the header; one path rule per host on every switch"
-
-    def model(self) -> NeighborLabelsDataPlane:
-        return NeighborLabelsDataPlane(label_format(self.params))
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         """One ``check_dest`` rule per (switch, host) and one clone session per port."""
@@ -69,20 +60,12 @@ class Destinations(Strategy):
             install_clone_sessions(builder, topology, sw, fmt)
         return builder.build(topology.switches)
 
-    def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
-               ) -> ControlState:
-        """Update-free: subscription changes need no rule writes."""
-        return state
-
-    def encode(self, topology: Topology, state: ControlState, notification: Notification,
-               receivers: frozenset[str], payload: bytes) -> Encoding:
-        check_receivers(notification.publisher, receivers)
-        if not receivers:
-            return Encoding(())
-        fmt = label_format(self.params)
+    def stacks(self, topology: Topology, fmt: LabelFormat, publisher: str,
+               receivers: frozenset[str]) -> Stacks:
+        """The receivers' ids by host id; split: one stack per output port of the root."""
         order = sorted(receivers, key=topology.host_id)
         labels = [dest_label(fmt, topology, h) for h in order]
-        root = topology.host_switch(notification.publisher)
+        root = topology.host_switch(publisher)
 
         def split() -> list[list[int]]:
             groups: dict[int, list[int]] = {}
@@ -91,4 +74,4 @@ class Destinations(Strategy):
                     dest_label(fmt, topology, h))
             return [groups[p] for p in sorted(groups)]
 
-        return encode_stacks(topology, self.params, fmt, notification, payload, labels, split)
+        return labels, split

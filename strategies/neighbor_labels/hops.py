@@ -28,37 +28,26 @@ digest ch. 1-4 §3.6, §7.3, §7.11.
 from __future__ import annotations
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.neighbor_labels.codec import node_label
-from sim.dataplanes.neighbor_labels.reference import (
-    NeighborLabelsDataPlane,
-    install_clone_sessions,
-    neighbor_entry,
-)
-from sim.dataplanes.packet import Notification
+from sim.dataplanes.neighbor_labels.fast_path import hops_fast_path
+from sim.dataplanes.neighbor_labels.reference import install_clone_sessions, neighbor_entry
 from sim.dataplanes.trees import shortest_path_tree
-from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.virtual_tree.labels import (
-    LabelParams,
-    check_receivers,
-    encode_stacks,
-    label_format,
-    subtree_preorder,
-)
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from strategies.base import Knowledge, register_strategy
+from strategies.frame_size import frame_limit
+from strategies.neighbor_labels.label_strategy import NeighborLabelStrategy, Stacks
+from strategies.virtual_tree.labels import label_format, subtree_preorder
 from topologies.model import Topology
 
 
 @register_strategy
-class Hops(Strategy):
+class Hops(NeighborLabelStrategy):
     """Neighbour-id labels in preorder; one rule per port on every switch."""
 
     name = "hops"
-    dataplane = "neighbor_labels"
-    Params = LabelParams
-    scope = "topology"
     summary = "node ids of the delivery tree in preorder; one neighbour rule per port"
-
-    def model(self) -> NeighborLabelsDataPlane:
-        return NeighborLabelsDataPlane(label_format(self.params))
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         """One ``check_neighbor`` rule and one clone session per port of every switch."""
@@ -70,18 +59,20 @@ class Hops(Strategy):
             install_clone_sessions(builder, topology, sw, fmt)
         return builder.build(topology.switches)
 
-    def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
-               ) -> ControlState:
-        """Subscriptions never change the rules (they depend on the topology only)."""
-        return state
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The closed-form tree walk of :mod:`sim.dataplanes.neighbor_labels.fast_path`
+        (seed 000 §4.2.1); None for subclasses, which may change ``encode``,
+        ``host_receive`` or ``extra_metrics``, and where node ids do not fit the labels."""
+        if type(self) is not Hops:
+            return None
+        return hops_fast_path(topology, delays, self.encode, fmt=label_format(self.params),
+                              frame_limit=frame_limit(self.params.mtu_bytes,
+                                                      self.params.on_oversize))
 
-    def encode(self, topology: Topology, state: ControlState, notification: Notification,
-               receivers: frozenset[str], payload: bytes) -> Encoding:
-        check_receivers(notification.publisher, receivers)
-        if not receivers:
-            return Encoding(())
-        fmt = label_format(self.params)
-        root = topology.host_switch(notification.publisher)
+    def stacks(self, topology: Topology, fmt: LabelFormat, publisher: str,
+               receivers: frozenset[str]) -> Stacks:
+        """The delivery tree's nodes in preorder; split: one stack per child subtree."""
+        root = topology.host_switch(publisher)
         tree = shortest_path_tree(topology, root, receivers)
         labels = [node_label(fmt, topology, n) for n in tree.preorder() if n != root]
 
@@ -89,4 +80,4 @@ class Hops(Strategy):
             return [[node_label(fmt, topology, n) for n in subtree_preorder(tree, child)]
                     for child in tree.children.get(root, ())]
 
-        return encode_stacks(topology, self.params, fmt, notification, payload, labels, split)
+        return labels, split

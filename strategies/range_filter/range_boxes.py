@@ -46,7 +46,7 @@ digest seed001-004 B1-B6.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -276,6 +276,78 @@ def container_signature(c: Container | None) -> tuple[int, int] | None:
     return None if c is None else (id(c), c.version)
 
 
+def fill_container_table(builder: StateBuilder, sw: str, c: Container | None, *,
+                         rule: PriorityRule, groups: GroupAllocator,
+                         made: dict[str, dict[Any, TableEntry]], table: str,
+                         forward: tuple[str, str], multicast: tuple[str, str],
+                         match: Callable[[Box], tuple[tuple[str, Any], ...]]) -> None:
+    """Write switch ``sw``'s container as one table plus its multicast groups.
+
+    One entry per container box with ports, highest priority first (equal
+    priorities, possible under the ``thesis`` rule only, go smallest box
+    first: the order :meth:`Container.lookup` resolves ties in, kept by the
+    stable lookup sort); a single port becomes ``forward`` = (action, port
+    parameter), two or more the multicast group of that port set
+    (``multicast`` = (action, group parameter)), numbered by ``groups``.
+    ``made`` (switch -> key -> entry) carries the entries of the previous
+    fill, so unchanged entries are the same objects and cheap to diff.
+
+    Parameters
+    ----------
+    builder : StateBuilder
+        Receives the groups and entries.
+    sw : str
+        The switch.
+    c : Container or None
+        Its container (None or empty: no entries, its groups released).
+    rule : {"volume", "inverse-volume", "count", "thesis"}
+        Priority rule (:meth:`Container.priorities`).
+    groups : GroupAllocator
+        Multicast group ids per switch.
+    made : dict
+        Entries of the previous fill per switch, replaced by this one's.
+    table : str
+        The table's P4Info name.
+    forward, multicast : tuple of (str, str)
+        Action and parameter names for one port and for a port set.
+    match : callable
+        The entry's match fields for a box.
+
+    References
+    ----------
+    Seed 004 §4.2 (P4 table, multicast groups), §4.3 (priorities); seed 002
+    §III-D; digest seed001-004 B3-B5, seed002-003 C.1 S1.
+    """
+    if c is None or not c.entries:
+        groups.assign(sw, ())
+        return
+    prio = c.priorities(rule)
+    sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
+    ids = groups.assign(sw, sets)
+    for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
+        builder.add_group(sw, gid, ports)
+    old = made.get(sw, {})
+    now = made[sw] = {}
+    for box in sorted(c.entries, key=lambda b: (-prio[b], b.volume, b.bounds)):
+        ports = tuple(sorted(c.entries[box].ports))
+        if not ports:
+            continue
+        action, param = ((forward[0], (forward[1], ports[0])) if len(ports) == 1
+                         else (multicast[0], (multicast[1], ids[ports])))
+        key = (box, action, param, prio[box])
+        entry = old.get(key)
+        if entry is None:
+            entry = TableEntry(table=table, match=match(box), action=action, params=(param,),
+                               priority=prio[box])
+        now[key] = entry
+        builder.add_entry(sw, entry)
+
+
+def _range_match(box: Box) -> tuple[tuple[str, Any], ...]:
+    """One range per pubsub value (the ``range_filter`` table's key)."""
+    return tuple((value_key(i), Range(lo, hi)) for i, (lo, hi) in enumerate(box.bounds))
+
+
 def closure_entries(bases: Iterable[tuple[Box, int]], redundancy_queue: bool = False
                     ) -> Container:
     """A container holding ``bases`` (batch use: seed 002's flat table)."""
@@ -382,34 +454,9 @@ class RangeBoxes(ContentStrategy):
             for sw in topology.switches})
 
     def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:
-        if c is None or not c.entries:
-            self.groups.assign(sw, ())
-            return
-        prio = c.priorities(self.params.priority)
-        sets = {tuple(sorted(e.ports)) for e in c.entries.values() if len(e.ports) > 1}
-        ids = self.groups.assign(sw, sets)
-        for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
-            builder.add_group(sw, gid, ports)
-        old = self._made.get(sw, {})
-        made = self._made[sw] = {}
-        # equal priorities (possible under the thesis rule only) go smallest box first:
-        # the order Container.lookup resolves ties in, kept by the stable lookup sort
-        for box in sorted(c.entries, key=lambda b: (-prio[b], b.volume, b.bounds)):
-            ports = tuple(sorted(c.entries[box].ports))
-            if not ports:
-                continue
-            action, param = ((FORWARD, ("port", ports[0])) if len(ports) == 1
-                             else (MULTICAST, ("group", ids[ports])))
-            key = (box, action, param, prio[box])
-            entry = old.get(key)
-            if entry is None:
-                entry = TableEntry(
-                    table=TABLE,
-                    match=tuple((value_key(i), Range(lo, hi))
-                                for i, (lo, hi) in enumerate(box.bounds)),
-                    action=action, params=(param,), priority=prio[box])
-            made[key] = entry
-            builder.add_entry(sw, entry)
+        fill_container_table(builder, sw, c, rule=self.params.priority, groups=self.groups,
+                             made=self._made, table=TABLE, forward=(FORWARD, "port"),
+                             multicast=(MULTICAST, "group"), match=_range_match)
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:

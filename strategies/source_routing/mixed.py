@@ -54,7 +54,7 @@ from sim.dataplanes.source_routing.reference import (
     KEY_ENTRY_TAG,
     READ_ENTRY,
     TAG_OWN_ACTION,
-    SourceRoutingDataPlane,
+    Pruning,
 )
 from sim.dataplanes.trees import Tree
 from strategies.base import Knowledge, register_strategy
@@ -140,16 +140,13 @@ class MixedParams(StackParams):
 @register_strategy
 class Mixed(StackStrategy):
     name = "mixed"
-    dataplane = "source_routing"
+    kind = "mixed"
     Params = MixedParams
     summary = "tagged port/bitmask/mc-group entries, entry type chosen per switch"
 
-    def __init__(self, params: MixedParams | None = None) -> None:
-        super().__init__(params)
-        self.layout = self.params.layout()
-        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="mixed",
-                                             pruning=self.params.pruning,
-                                             stack_size=self.stack_size)
+    def pruning(self) -> Pruning:
+        """The ``pruning`` parameter (per-type by default, digest §3.11)."""
+        return self.params.pruning
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)
@@ -178,7 +175,7 @@ class Mixed(StackStrategy):
                 raise SpecError(f"groups=all needs {total} multicast groups, more than "
                                 f"max_total_groups={p.max_total_groups}; lower "
                                 "mcgroup_max_ports or use groups=used")
-        used = self._used_masks(topology, knowledge, mc_set) if p.groups == "used" else {}
+        used = self.used_masks(topology, knowledge, mc_set) if p.groups == "used" else {}
         builder = StateBuilder()
         groups: dict[str, Mapping[int, MulticastGroup]] = {}
         for sw in topology.switches:
@@ -198,23 +195,6 @@ class Mixed(StackStrategy):
         return finish_state(builder.build(topology.switches),
                             {READ_ENTRY: read_entry_rules(self.stack_size)}, groups,
                             {"mcgroup_switches": list(mc)})
-
-    def _used_masks(self, topology: Topology, knowledge: Knowledge, mc: set[str]
-                    ) -> dict[str, set[int]]:
-        used: dict[str, set[int]] = {}
-        for pub in knowledge.publishers:
-            for receivers in knowledge.receiver_sets[pub]:
-                tree = self.tree_for(topology, pub, receivers)
-                if tree is None:
-                    continue
-                for sw in tree.switches(topology):
-                    if sw not in mc:
-                        continue
-                    ports = [topology.port_to(sw, c) for c in tree.children.get(sw, ())]
-                    used.setdefault(sw, set()).add(port_mask(ports))
-                    if sw == tree.root and self.params.on_oversize == "split":
-                        used[sw].update(port_mask([q]) for q in ports)
-        return used
 
     # -- encoder -------------------------------------------------------------
     def stack_entries(self, topology: Topology, state: ControlState, tree: Tree

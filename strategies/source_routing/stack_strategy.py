@@ -21,9 +21,10 @@ Seed 000 §3.2-3.4 (stacks, preorder, pruning, split and jumbo frames),
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 from sim.dataplanes.control_state import (
     ControlState,
@@ -34,9 +35,12 @@ from sim.dataplanes.control_state import (
     TableEntry,
     Ternary,
 )
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import BROADCAST_MAC, Notification, Packet, host_mac
 from sim.dataplanes.pipeline import DataPlane
 from sim.dataplanes.source_routing.codec import StackEntry, StackLayout, encode_stack
+from sim.dataplanes.source_routing.fast_path import source_routing_fast_path
 from sim.dataplanes.source_routing.reference import (
     CHECK_BITMASK,
     CONTINUE_SESSION,
@@ -46,10 +50,12 @@ from sim.dataplanes.source_routing.reference import (
     KEY_NUM_SEEN,
     READ_ENTRY,
     READ_INDEX,
+    Kind,
+    Pruning,
     SourceRoutingDataPlane,
 )
 from sim.dataplanes.trees import Tree, shortest_path_tree, steiner_tree
-from strategies.base import Encoding, Strategy
+from strategies.base import Encoding, Knowledge, Strategy
 from strategies.frame_size import (
     DEFAULT_MTU_BYTES,
     ETHERTYPE_STACK,
@@ -270,12 +276,36 @@ def restrict_to_child(tree: Tree, child: str) -> Tree:
 class StackStrategy(Strategy):
     """Base of the source-routing strategies: tree -> entries -> packets -> MTU policy.
 
-    Subclasses set ``layout`` and ``dataplane_model`` (in ``__init__``) and implement
-    :meth:`stack_entries`.
+    Subclasses set :attr:`kind`, give their ``Params`` a ``layout()`` (the
+    field widths), override :meth:`pruning` or :meth:`mc_subsets` where a
+    parameter chooses them, and implement :meth:`stack_entries`; the
+    constructor compiles the program (:attr:`dataplane_model`) from these.
     """
 
+    dataplane = "source_routing"
+    #: What the program reads the untagged stack value as (port, bitmask, mc-group) or
+    #: ``mixed`` for tagged entries (seed 000 §3.3.1-3.3.4).
+    kind: ClassVar[Kind]
     layout: StackLayout
     dataplane_model: SourceRoutingDataPlane
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.layout = self.params.layout()
+        self.dataplane_model = SourceRoutingDataPlane(
+            layout=self.layout, kind=self.kind, pruning=self.pruning(),
+            mc_subsets=self.mc_subsets(), stack_size=self.stack_size)
+
+    def check_applicable(self, topology: Topology, population: Any) -> None:
+        self.check_widths(topology)
+
+    def pruning(self) -> Pruning:
+        """The program's clone post-processing (default reactive, digest §3.11)."""
+        return "reactive"
+
+    def mc_subsets(self) -> int:
+        """c, the port subsets of the mc-group kind's groups (default 1)."""
+        return 1
 
     def model(self) -> DataPlane:
         """The source-routing program compiled with this strategy's widths."""
@@ -294,9 +324,56 @@ class StackStrategy(Strategy):
         """Raise SpecError naming the field that cannot address ``topology``."""
         check_switch_ids(topology, self.layout.id_bits)
 
+    def tree_walk_fast_path(self, topology: Topology, delays: DelayModel,
+                            kind: Literal["bitmask", "port"],
+                            pruning: Literal["predictive", "reactive"]) -> FastPath | None:
+        """The closed-form walk of :mod:`sim.dataplanes.source_routing.fast_path` for
+        this strategy's stacks, or None where it does not model them exactly.
+
+        It covers shortest-path trees in port order (the preorder the closed
+        forms assume, seed 000 §3.2) whose fields address ``topology``; the
+        strategies whose encoder it models call it from their
+        :meth:`~strategies.base.Strategy.fast_path` hook.
+        """
+        if self.params.tree != "spt" or self.params.stack_order != "port":
+            return None
+        try:
+            self.check_widths(topology)
+        except ValueError:
+            return None  # the reference raises the same error per notification
+        return source_routing_fast_path(
+            topology, delays, self.encode, layout=self.layout, kind=kind, pruning=pruning,
+            stack_size=self.stack_size,
+            frame_limit=frame_limit(self.params.mtu_bytes, self.params.on_oversize))
+
     def tree_for(self, topology: Topology, publisher: str, receivers: Iterable[str]
                  ) -> Tree | None:
         return delivery_tree(topology, self.params.tree, publisher, receivers)
+
+    def used_masks(self, topology: Topology, knowledge: Knowledge,
+                   switches: AbstractSet[str] | None = None) -> dict[str, set[int]]:
+        """Per switch, the port bitmasks the known receiver sets' trees use.
+
+        With ``on_oversize=split`` the root also uses one single-port mask per
+        child (one packet per subtree). ``switches`` restricts the result to
+        those switches (default: every tree switch). These are the multicast
+        groups ``groups=used`` installs (seed 000 §3.3.3, "only the
+        combinations actively involved").
+        """
+        used: dict[str, set[int]] = {}
+        for pub in knowledge.publishers:
+            for receivers in knowledge.receiver_sets[pub]:
+                tree = self.tree_for(topology, pub, receivers)
+                if tree is None:
+                    continue
+                for sw in tree.switches(topology):
+                    if switches is not None and sw not in switches:
+                        continue
+                    ports = [topology.port_to(sw, c) for c in tree.children.get(sw, ())]
+                    used.setdefault(sw, set()).add(port_mask(ports))
+                    if sw == tree.root and self.params.on_oversize == "split":
+                        used[sw].update(port_mask([p]) for p in ports)
+        return used
 
     def packet(self, topology: Topology, publisher: str, entries: Sequence[StackEntry],
                payload: bytes) -> Packet:

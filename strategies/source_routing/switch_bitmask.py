@@ -26,12 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.source_routing.codec import StackEntry, StackLayout
 from sim.dataplanes.source_routing.reference import (
     CHECK_DEV,
     KEY_TOP_ID,
     OWN_ENTRY,
-    SourceRoutingDataPlane,
 )
 from sim.dataplanes.trees import Tree
 from strategies.base import Knowledge, register_strategy
@@ -74,21 +75,23 @@ class SwitchBitmaskParams(StackParams):
 @register_strategy
 class SwitchBitmask(StackStrategy):
     name = "switch-bitmask"
-    dataplane = "source_routing"
+    kind = "bitmask"
     Params = SwitchBitmaskParams
     summary = "preorder switch/bitmask stack, one entry per tree switch, reactive pruning"
     #: The rules depend on the topology only (runners install once per cell).
     scope = "topology"
 
-    def __init__(self, params: SwitchBitmaskParams | None = None) -> None:
-        super().__init__(params)
-        self.layout = self.params.layout()
-        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="bitmask",
-                                             pruning="reactive", stack_size=self.stack_size)
-
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)
         check_ports(topology, self.params.bitmask_bits, f"bitmask_bits={self.params.bitmask_bits}")
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The closed-form tree walk (:mod:`sim.dataplanes.source_routing.fast_path`) on
+        shortest-path trees in port order; None for subclasses, which may change
+        ``encode``, ``host_receive`` or ``extra_metrics``."""
+        if type(self) is not SwitchBitmask:
+            return None
+        return self.tree_walk_fast_path(topology, delays, "bitmask", "reactive")
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         self.check_widths(topology)

@@ -47,7 +47,6 @@ from sim.dataplanes.source_routing.reference import (
     KEY_SUBSET,
     KEY_TOP_ID,
     MULTICAST_FORWARD,
-    SourceRoutingDataPlane,
 )
 from sim.dataplanes.trees import Tree
 from strategies.base import Knowledge, register_strategy
@@ -161,16 +160,13 @@ def group_count(n: int, c: int) -> int:
 @register_strategy
 class SwitchMcgroup(StackStrategy):
     name = "switch-mcgroup"
-    dataplane = "source_routing"
+    kind = "mcgroup"
     Params = SwitchMcgroupParams
     summary = "preorder switch/multicast-group stack, one PRE multicast per switch"
 
-    def __init__(self, params: SwitchMcgroupParams | None = None) -> None:
-        super().__init__(params)
-        self.layout = self.params.layout()
-        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="mcgroup",
-                                             pruning="reactive", mc_subsets=self.params.c,
-                                             stack_size=self.stack_size)
+    def mc_subsets(self) -> int:
+        """c of ``groups=subsets`` (1 otherwise)."""
+        return int(self.params.c)
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)
@@ -178,21 +174,6 @@ class SwitchMcgroup(StackStrategy):
             check_ports(topology, self.params.group_bits, f"group_bits={self.params.group_bits}")
 
     # -- control plane -------------------------------------------------------
-    def used_masks(self, topology: Topology, knowledge: Knowledge) -> dict[str, set[int]]:
-        """Per switch, the port bitmasks the known receiver sets' trees use."""
-        used: dict[str, set[int]] = {}
-        for pub in knowledge.publishers:
-            for receivers in knowledge.receiver_sets[pub]:
-                tree = self.tree_for(topology, pub, receivers)
-                if tree is None:
-                    continue
-                for sw in tree.switches(topology):
-                    ports = [topology.port_to(sw, c) for c in tree.children.get(sw, ())]
-                    used.setdefault(sw, set()).add(port_mask(ports))
-                    if sw == tree.root and self.params.on_oversize == "split":
-                        used[sw].update(port_mask([p]) for p in ports)
-        return used
-
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         self.check_widths(topology)
         p = self.params

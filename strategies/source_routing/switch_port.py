@@ -27,13 +27,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.source_routing.codec import StackEntry, StackLayout
 from sim.dataplanes.source_routing.reference import (
     CHECK_ENTRY,
     KEY_ENTRY_ID,
     OWN_ENTRY,
     READ_ENTRY,
-    SourceRoutingDataPlane,
+    Pruning,
 )
 from sim.dataplanes.trees import Tree
 from strategies.base import Knowledge, register_strategy
@@ -81,23 +83,28 @@ class SwitchPortParams(StackParams):
 @register_strategy
 class SwitchPort(StackStrategy):
     name = "switch-port"
-    dataplane = "source_routing"
+    kind = "port"
     Params = SwitchPortParams
     summary = "preorder switch/port label stack, one entry per output port (P4-Pub/Sub)"
     #: The rules depend on the topology only (runners install once per cell).
     scope = "topology"
 
-    def __init__(self, params: SwitchPortParams | None = None) -> None:
-        super().__init__(params)
-        self.layout = self.params.layout()
-        self.dataplane_model = SourceRoutingDataPlane(layout=self.layout, kind="port",
-                                             pruning=self.params.pruning,
-                                             stack_size=self.stack_size)
+    def pruning(self) -> Pruning:
+        """The ``pruning`` parameter (predictive by default, as evaluated in the thesis)."""
+        return self.params.pruning
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)
         bits = self.params.port_bits
         check_ports(topology, (1 << bits) - 1, f"port_bits={bits}")
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The closed-form tree walk (:mod:`sim.dataplanes.source_routing.fast_path`) on
+        shortest-path trees in port order; None for subclasses, which may change
+        ``encode``, ``host_receive`` or ``extra_metrics``."""
+        if type(self) is not SwitchPort:
+            return None
+        return self.tree_walk_fast_path(topology, delays, "port", self.params.pruning)
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         self.check_widths(topology)

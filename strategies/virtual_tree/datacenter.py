@@ -228,9 +228,11 @@ class TopoBased(VirtualTreeStrategy):
     """Hierarchical star VTs at ToR, fabric and spine switches (§5.3.3)."""
 
     name = "topo-based"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = TopoBasedParams
     summary = "hierarchical star VTs of 2, 4, 8, ... children per switch (ch. 5)"
+
+    def check_applicable(self, topology: Topology, population: object) -> None:
+        require_fabric(topology, self.name)
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
         require_fabric(topology, self.name)
@@ -268,9 +270,12 @@ class PrunedTrees(VirtualTreeStrategy):
     """Broadcast trees pruned to publishers and subscribers (Algorithm 5.2)."""
 
     name = "vt-tree"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = TreeParams
     summary = "pruned broadcast tree per publisher (Algorithm 5.2; ch. 5)"
+
+    def check_applicable(self, topology: Topology, population: object) -> None:
+        require_fabric(topology, self.name)
+        workload_view(Knowledge(population=population), self.name)
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
         require_fabric(topology, self.name)
@@ -319,9 +324,12 @@ class Threshold(VirtualTreeStrategy):
     """Base trees of the frequent subscribers, then virtual paths (§5.3.5-5.3.6)."""
 
     name = "threshold"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = ThresholdParams
     summary = "base trees of subscribers >= threshold %, then virtual paths (ch. 5)"
+
+    def check_applicable(self, topology: Topology, population: object) -> None:
+        require_fabric(topology, self.name)
+        workload_view(Knowledge(population=population), self.name)
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
         require_fabric(topology, self.name)
@@ -337,7 +345,6 @@ class VirtualPaths(Threshold):
     """``threshold`` at 100 %: virtual paths host-ToR-fabric-spine (§5.3.5)."""
 
     name = "path"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = PathParams
     summary = "virtual paths host-ToR-fabric-spine (threshold 100 %; ch. 5)"
 

@@ -104,9 +104,11 @@ class Relation(VirtualTreeStrategy):
     """One Steiner VT per publisher over its subscribers (§6.4.2)."""
 
     name = "vt-relation"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = RelationParams
     summary = "one Steiner VT per publisher and its subscribers (ch. 6)"
+
+    def check_applicable(self, topology: Topology, population: Any) -> None:
+        workload_view(Knowledge(population=population), self.name)
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
         p = self.params
@@ -119,7 +121,6 @@ class FreqRelation(Relation):
     """Relation VTs of the subscribers with frequency >= threshold (§6.4.2)."""
 
     name = "vt-freq-relation"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = FreqRelationParams
     summary = "one Steiner VT per publisher and its subscribers >= 30 % frequency (ch. 6)"
 
@@ -142,7 +143,6 @@ class Clusters(VirtualTreeStrategy):
     """Partitions restricted to the dense client clusters (§6.4.1)."""
 
     name = "vt-clusters"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = ClustersParams
     summary = "backbone + internal VTs of the dense client clusters (ch. 6)"
 
@@ -182,7 +182,6 @@ class Hybrid(VirtualTreeStrategy):
     """freq-relation and clusters VTs alternately, memory split in half (§6.5.3)."""
 
     name = "vt-hybrid"
-    cache_installs = True  # candidates: topology, params, view, seed
     Params = HybridParams
     summary = "freq-relation + clusters VTs round-robin, half the rules each (ch. 6)"
 
@@ -191,6 +190,9 @@ class Hybrid(VirtualTreeStrategy):
         if p.split == "interleave":
             return {}
         return {"group_limits": {"freq": (p.max_rules + 1) // 2, "clusters": p.max_rules // 2}}
+
+    def check_applicable(self, topology: Topology, population: Any) -> None:
+        workload_view(Knowledge(population=population), self.name)
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
         p = self.params

@@ -60,13 +60,13 @@ from sim.dataplanes.seeds import child_rng, stable_seed
 from sim.dataplanes.trees import Tree, shortest_path_tree
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
-    VirtualTreeDataPlane,
     hop_label,
     install_port_rules,
     stop_label,
     tree_label,
 )
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
+from strategies.virtual_tree.data_plane import VirtualTreeModel
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -194,7 +194,7 @@ def hybrid_stacks(topology: Topology, fmt: LabelFormat, publisher: str,
 
 
 @register_strategy
-class Hybrid(Strategy):
+class Hybrid(VirtualTreeModel, Strategy):
     """Stored tree of the stable subscribers plus edge hop labels for the others."""
 
     name = "hybrid"
@@ -202,9 +202,6 @@ class Hybrid(Strategy):
     Params = HybridParams
     scope = "receivers"
     summary = "stored tree of stable subscribers + hop labels for dynamic ones (x:y hop:tree)"
-
-    def model(self) -> VirtualTreeDataPlane:
-        return VirtualTreeDataPlane(label_format(self.params))
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)

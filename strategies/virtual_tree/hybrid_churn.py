@@ -123,20 +123,93 @@ def churn_updates(topology: Topology, publisher: str, subscribers: Iterable[str]
     check(0 <= tree_percent <= 100, f"tree_percent must be in 0..100, got {tree_percent}")
     check(0 < step_percent <= 100 and 100 % step_percent == 0,
           f"step_percent must divide 100, got {step_percent}")
-    subs = sorted(set(subscribers), key=topology.host_id)
-    check(bool(subs), "churn needs at least one subscriber")
-    check(publisher not in subs, f"subscribers must not include the publisher {publisher}")
+    subs, stable, steps = draw_replacements(topology, publisher, subscribers, policy=policy,
+                                            rng=rng, tree_percent=tree_percent,
+                                            rand_mode=rand_mode)
     n = len(subs)
-    picks = rng.choice(n, size=round_half_up(tree_percent * n, 100), replace=False)
-    stable = {subs[int(i)] for i in picks}
-    pending = {True: [h for h in subs if h in stable], False: [h for h in subs if h not in stable]}
-    current = set(subs)
     initial = previous = stored_tree_state(topology, publisher, stable, fmt)
     percents = tuple(range(0, 101, step_percent))
     marks = [round_half_up(p * n, 100) for p in percents]
     updates, writes, stable_done = [0], [0], [0]
     total = replaced_stable = 0
-    for done in range(1, n + 1):
+    current_stable = set(stable)
+    for done, (victim, new, is_stable) in enumerate(steps, start=1):
+        if is_stable:
+            replaced_stable += 1
+            current_stable.remove(victim)
+            current_stable.add(new)
+            state = stored_tree_state(topology, publisher, current_stable, fmt)
+            total += len(diff(previous, state))
+            previous = state
+        while len(updates) < len(marks) and marks[len(updates)] == done:
+            updates.append(len(diff(initial, previous)))
+            writes.append(total)
+            stable_done.append(replaced_stable)
+    return ChurnCurve(percents, tuple(marks), tuple(updates), tuple(writes), tuple(stable_done))
+
+
+def draw_replacements(topology: Topology, publisher: str, subscribers: Iterable[str], *,
+                      policy: Policy, rng: np.random.Generator, tree_percent: int = 70,
+                      rand_mode: RandMode = "coin"
+                      ) -> tuple[tuple[str, ...], frozenset[str],
+                                 tuple[tuple[str, str, bool], ...]]:
+    """Draw the stable split and the order in which every subscriber is replaced.
+
+    The draws are, in this order: the ``round(tree_percent% x n)`` stable
+    subscribers, then per replacement the category (policy), the victim
+    (uniform within the category) and its replacement (uniform over the
+    current non-subscribers, publisher excluded), which inherits the
+    victim's role. :func:`churn_updates` and the ``replacement`` receiver
+    model (:mod:`sim.workloads.replacement`) both replay this sequence, so
+    the same generator gives the same replacements in both.
+
+    Parameters
+    ----------
+    topology : Topology
+        The network (its host order is the order of the draws).
+    publisher : str
+        The publisher host, never a replacement.
+    subscribers : iterable of str
+        The original subscribers (publisher excluded).
+    policy : {"HEAD", "RULE", "RAND"}
+        Which subscriber is replaced next (see the module docstring).
+    rng : numpy.random.Generator
+        All random choices.
+    tree_percent : int
+        Stable share in percent (70 for the thesis's 30:70 hybrid).
+    rand_mode : {"coin", "uniform"}
+        ``RAND`` variant.
+
+    Returns
+    -------
+    subscribers : tuple of str
+        The original subscribers, in host-id order.
+    stable : frozenset of str
+        The original stable subscribers.
+    steps : tuple of (str, str, bool)
+        ``(victim, replacement, victim was stable)``, one per original
+        subscriber, in replacement order.
+
+    Raises
+    ------
+    SpecError
+        On an empty subscriber set, a subscribing publisher, or when no
+        non-subscriber is left to be a replacement.
+
+    References
+    ----------
+    Seed 000 §4.4.3 (Fig. 4.8, HEAD / RULE / RAND); digest ch. 1-4 §7.15.
+    """
+    subs = sorted(set(subscribers), key=topology.host_id)
+    check(bool(subs), "subscriber replacement needs at least one subscriber")
+    check(publisher not in subs, f"subscribers must not include the publisher {publisher}")
+    n = len(subs)
+    picks = rng.choice(n, size=round_half_up(tree_percent * n, 100), replace=False)
+    stable = frozenset(subs[int(i)] for i in picks)
+    pending = {True: [h for h in subs if h in stable], False: [h for h in subs if h not in stable]}
+    current = set(subs)
+    steps = []
+    for _ in range(n):
         is_stable = _pick_category(policy, rand_mode, pending, rng)
         victims = pending[is_stable]
         victim = victims.pop(int(rng.integers(len(victims))))
@@ -145,18 +218,8 @@ def churn_updates(topology: Topology, publisher: str, subscribers: Iterable[str]
         new = free[int(rng.integers(len(free)))]
         current.remove(victim)
         current.add(new)
-        if is_stable:
-            replaced_stable += 1
-            stable.remove(victim)
-            stable.add(new)
-            state = stored_tree_state(topology, publisher, stable, fmt)
-            total += len(diff(previous, state))
-            previous = state
-        while len(updates) < len(marks) and marks[len(updates)] == done:
-            updates.append(len(diff(initial, previous)))
-            writes.append(total)
-            stable_done.append(replaced_stable)
-    return ChurnCurve(percents, tuple(marks), tuple(updates), tuple(writes), tuple(stable_done))
+        steps.append((victim, new, is_stable))
+    return tuple(subs), stable, tuple(steps)
 
 
 def _pick_category(policy: str, rand_mode: str, pending: dict[bool, list[str]],

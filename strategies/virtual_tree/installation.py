@@ -50,16 +50,15 @@ switches); digest ch. 5-7 §1.3, §1.4, §1.7, A8, A9.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder, Write, diff
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
-    VirtualTreeDataPlane,
     hop_label,
     install_port_rules,
     stop_label,
@@ -68,6 +67,7 @@ from sim.dataplanes.virtual_tree.reference import (
 )
 from strategies.base import Encoding, Knowledge, Strategy
 from strategies.virtual_tree.client_view import ControllerView
+from strategies.virtual_tree.data_plane import VirtualTreeModel
 from strategies.virtual_tree.encoder import (
     CompiledTree,
     EncoderMode,
@@ -467,47 +467,29 @@ def validate_vt_params(p: VtParams) -> None:
           f"steiner must be sph, kou or mehlhorn; got {p.steiner!r}")
 
 
-_INSTALL_CACHE_SIZE = 32
-_installs: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], ControlState]] = OrderedDict()
-_COMPILED_CACHE_SIZE = 16
-_compiled: OrderedDict[int, tuple[ControlState, list[CompiledTree]]] = OrderedDict()
-
-
-def clear_install_cache() -> None:
-    """Forget the shared installs and compiled trees of :class:`VirtualTreeStrategy`."""
-    _installs.clear()
-    _compiled.clear()
-
-
-def _lru_put(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> None:
-    cache[key] = value
-    cache.move_to_end(key)
-    while len(cache) > size:
-        cache.popitem(last=False)
-
-
-class VirtualTreeStrategy(Strategy):
+class VirtualTreeStrategy(VirtualTreeModel, Strategy):
     """Base of the VT strategies: subclasses yield :class:`Candidate` s.
 
     Installation does not depend on a notification's receivers
     (``scope="topology"``): the runner installs once per cell.
 
-    A class that sets ``cache_installs = True`` itself (not inherited) declares
-    that its candidates depend only on the topology, its parameters, the
-    controller's view of the workload (:func:`workload_view`) and
-    ``Knowledge.seed``; its installs are then shared, per process, by every
-    cell with the same of these (the cells of one seed at other churn levels
-    when the view is the 0 % layout, seed 000 §6.6.2), as the same
-    :class:`ControlState` object.
+    Installs are remembered in ``knowledge.caches.vt_installs``
+    (:class:`sim.dataplanes.caches.Caches`), keyed by the strategy class, its
+    parameters, ``Knowledge.seed`` and the topology and controller view
+    (:func:`workload_view`) objects themselves: a runner that passes one
+    ``Caches`` to the cells of one seed at other churn levels (whose view is
+    the 0 % layout, seed 000 §6.6.2) gets the same :class:`ControlState`
+    object for all of them. This holds because every VT strategy's
+    candidates depend on nothing else (``cache_installs = True``, inherited);
+    a subclass whose candidates read anything more (instance attributes,
+    receiver sets) sets ``cache_installs = False``. Knowledge with receiver
+    sets or stable subscribers is never cached.
     """
 
     dataplane = "virtual_tree"
     Params = VtParams
     scope = "topology"
-    cache_installs: bool = False
-
-    def model(self) -> VirtualTreeDataPlane:
-        return VirtualTreeDataPlane(label_format(self.params))
+    cache_installs: ClassVar[bool] = True
 
     # -- subclass hooks --
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
@@ -519,34 +501,25 @@ class VirtualTreeStrategy(Strategy):
         return {}
 
     # -- control plane --
-    def _install_key(self, topology: Topology, knowledge: Knowledge
-                     ) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
-        """(cache key, objects whose identity it uses), or None when not cacheable."""
-        if not type(self).__dict__.get("cache_installs", False):
+    def _install_key(self, topology: Topology, knowledge: Knowledge) -> tuple[Any, ...] | None:
+        """The key of ``caches.vt_installs`` for this install, or None when not cacheable."""
+        if not self.cache_installs or knowledge.receiver_sets or knowledge.stable:
             return None
-        if knowledge.receiver_sets or knowledge.stable:
-            return None
-        pop = knowledge.population
-        view_of = getattr(pop, "controller_view", None)
-        view = view_of() if callable(view_of) else pop
         try:
             hash(self.params)
         except TypeError:
             return None
-        refs = (topology, view)
-        return (type(self), self.params, knowledge.seed, *map(id, refs)), refs
+        pop = knowledge.population
+        view_of = getattr(pop, "controller_view", None)
+        view = view_of() if callable(view_of) else pop
+        return (type(self), self.params, knowledge.seed, Identity(topology), Identity(view))
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
-        cache = self._install_key(topology, knowledge)
-        if cache is not None:
-            hit = _installs.get(cache[0])
-            if hit is not None and all(a is b for a, b in zip(hit[0], cache[1], strict=True)):
-                _installs.move_to_end(cache[0])
-                return hit[1]
-        state = self._install(topology, knowledge)
-        if cache is not None:
-            _lru_put(_installs, cache[0], (cache[1], state), _INSTALL_CACHE_SIZE)
-        return state
+        key = self._install_key(topology, knowledge)
+        if key is None:
+            return self._install(topology, knowledge)
+        return knowledge.caches.vt_installs.get_or_make(  # type: ignore[no-any-return]
+            key, lambda: self._install(topology, knowledge))
 
     def _install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)
@@ -571,15 +544,15 @@ class VirtualTreeStrategy(Strategy):
 
     # -- publisher --
     def compiled_trees(self, topology: Topology, state: ControlState) -> list[CompiledTree]:
-        """The published VTs in the encoder's form (cached per state object)."""
-        hit = _compiled.get(id(state))
-        if hit is not None and hit[0] is state:
-            return hit[1]
-        g = encoder_graph(topology)
-        compiled = [compile_tree(topology, g, t.tree_id, t.edges)
+        """The published VTs in the encoder's form (``self.caches.vt_compiled``, per state)."""
+
+        def compile_all() -> list[CompiledTree]:
+            g = encoder_graph(topology)
+            return [compile_tree(topology, g, t.tree_id, t.edges)
                     for t in published_trees(state)]
-        _lru_put(_compiled, id(state), (state, compiled), _COMPILED_CACHE_SIZE)
-        return compiled
+
+        return self.caches.vt_compiled.get_or_make(  # type: ignore[no-any-return]
+            (Identity(state), Identity(topology)), compile_all)
 
     def encoder_options(self) -> EncoderOptions:
         p = self.params

@@ -36,7 +36,6 @@ class SourceRouted(VirtualTreeStrategy):
     """Hop labels over the Steiner tree; no stored trees."""
 
     name = "source-routed"
-    cache_installs = True  # candidates: topology, params, view, seed
     summary = "hop labels only, one per Steiner-tree link (ch. 5-6 baseline)"
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:

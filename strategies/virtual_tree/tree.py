@@ -49,13 +49,13 @@ from sim.dataplanes.packet import Notification
 from sim.dataplanes.trees import Tree, shortest_path_tree, steiner_tree
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
-    VirtualTreeDataPlane,
     install_port_rules,
     tree_group_entry,
     tree_label,
     tree_ports_entry,
 )
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
+from strategies.virtual_tree.data_plane import VirtualTreeModel
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -109,7 +109,7 @@ def install_stored_tree(builder: StateBuilder, topology: Topology, tree: Tree, t
 
 
 @register_strategy
-class StoredTree(Strategy):
+class StoredTree(VirtualTreeModel, Strategy):
     """One tree label per notification; a stored tree per known receiver set."""
 
     name = "tree"
@@ -117,9 +117,6 @@ class StoredTree(Strategy):
     Params = TreeParams
     scope = "receivers"
     summary = "one stored tree per receiver set, referenced by one tree label"
-
-    def model(self) -> VirtualTreeDataPlane:
-        return VirtualTreeDataPlane(label_format(self.params))
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)

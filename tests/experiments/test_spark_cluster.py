@@ -38,7 +38,8 @@ try:
 except SparkUnavailableError as exc:  # pragma: no cover - CI has Java
     pytest.skip(f"no Java runtime: {exc}", allow_module_level=True)
 
-from experiments.runners.spark import CELL_SLEEP_ENV, run_spark  # noqa: E402
+from experiments.runners.spark import run_spark  # noqa: E402
+from tests.support.spark_cells import slow_cells  # noqa: E402
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 WALL_CLOCK = ("controller_wall_ms",)
@@ -216,15 +217,15 @@ def test_master_url_sweep_equals_the_local_engine(cluster_spark: Any, cluster: S
 
 def test_killed_worker_mid_run_leaves_exactly_one_row_set(cluster_spark: Any,
                                                           cluster: StandaloneCluster,
-                                                          reference: Any, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(CELL_SLEEP_ENV, "0.5")  # 12 cells x 0.5 s over two 1-core workers
+                                                          reference: Any, tmp_path: Path) -> None:
+    slow = slow_cells(0.5)  # 12 cells x 0.5 s over two 1-core workers
     spec = make_spec()
     result: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            result["counts"] = run_spark(spec, tmp_path, spark=cluster_spark, progress=False)
+            result["counts"] = run_spark(spec, tmp_path, spark=cluster_spark, progress=False,
+                                         around=slow)
         except BaseException as exc:  # noqa: BLE001  (reported by the assertion below)
             result["error"] = exc
 

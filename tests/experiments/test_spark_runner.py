@@ -24,7 +24,8 @@ from experiments.cells.spec import Cell, ExperimentSpec, parse_spec_dict
 from experiments.reports.report import aggregate_local
 from experiments.runners.local import run_local
 from experiments.runners.spark_session import SparkUnavailableError, find_java, spark_session
-from experiments.storage.results import cell_path, read_results, write_cell
+from experiments.storage.results import cell_path, data_dir, read_results, write_cell
+from tests.support.spark_cells import fail_once
 
 pytestmark = pytest.mark.spark
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'stackcast[spark]')")
@@ -34,8 +35,6 @@ except SparkUnavailableError as exc:  # pragma: no cover - CI has Java
     pytest.skip(f"no Java runtime: {exc}", allow_module_level=True)
 
 from experiments.runners.spark import (  # noqa: E402  (after the skips)
-    CELL_SLEEP_ENV,
-    FAIL_ONCE_ENV,
     FileProgress,
     aggregate_spark,
     balance,
@@ -46,6 +45,7 @@ from experiments.runners.spark import (  # noqa: E402  (after the skips)
 )
 
 WALL_CLOCK = ("controller_wall_ms",)
+REPO = Path(__file__).resolve().parents[2]  # where ``tests.support`` is importable
 SPEC = {
     "experiment": {"name": "sparktest", "notifications": 4, "seeds": [1, 2],
                    "payload_bytes": [50, 200]},
@@ -167,7 +167,7 @@ def test_spark_schema_mirrors_the_arrow_schema() -> None:
 
 def test_spark_reads_the_dataset_back_with_the_same_schema(spark: Any, local_dir: Path) -> None:
     expected = [(f.name, f.dataType) for f in spark_schema()]
-    inferred = spark.read.parquet(str(local_dir)).schema  # files + hive partitions
+    inferred = spark.read.parquet(str(data_dir(local_dir))).schema  # the files as is
     assert [(f.name, f.dataType) for f in inferred] == expected
     explicit = read_results_spark(spark, local_dir)
     assert [(f.name, f.dataType) for f in explicit.schema] == expected
@@ -184,8 +184,7 @@ def test_local_and_spark_engines_give_identical_rows(spark: Any, local_dir: Path
     assert sorted_rows(tmp_path).equals(sorted_rows(local_dir))
     assert sorted(p.name for p in tmp_path.rglob("cell-*.parquet")) == sorted(
         p.name for p in local_dir.rglob("cell-*.parquet"))
-    assert {p.parent.name for p in tmp_path.rglob("cell-*.parquet")} == {
-        "strategy=unicast", "strategy=broadcast", "strategy=multicast"}
+    assert {p.parent for p in tmp_path.rglob("cell-*.parquet")} == {data_dir(tmp_path)}
 
 
 def test_progress_bar_reaches_the_total(spark: Any, tmp_path: Path,
@@ -199,18 +198,16 @@ def test_progress_bar_reaches_the_total(spark: Any, tmp_path: Path,
 
 
 def test_a_cell_failing_once_is_retried_and_written_once(spark: Any, local_dir: Path,
-                                                        tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        tmp_path: Path) -> None:
     spec = make_spec()
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     armed = spec.cells()[::7]
     for cell in armed:
         (hooks / f"{cell.cell_id}.arm").touch()
-    monkeypatch.setenv(FAIL_ONCE_ENV, str(hooks))
     out = tmp_path / "out"
 
-    counts = run_spark(spec, out, spark=spark, progress=False)
+    counts = run_spark(spec, out, spark=spark, progress=False, around=fail_once(hooks))
 
     assert counts["ran"] == len(spec.cells())
     # every armed cell raised once (after writing its file) and then succeeded
@@ -265,12 +262,13 @@ def test_interrupted_run_resumed_ends_with_exactly_all_rows(spark: Any, local_di
     spec_file.write_text(_toml(SPEC))
     out = tmp_path / "out"
     total = len(make_spec().cells())
-    env = {**os.environ, CELL_SLEEP_ENV: "0.25", "PYSPARK_PYTHON": sys.executable}
-    cmd = [sys.executable, "-c", "import sys; from experiments.cli.main import main; "
-           "sys.exit(main(sys.argv[1:]))", "run", str(spec_file), "--out", str(out),
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    # stackcast whose cells sleep 0.25 s each, so the run is still going at the kill
+    cmd = [sys.executable, "-c", "import sys; from tests.support.spark_cells import main; "
+           "sys.exit(main(sys.argv[1:]))", "0.25", "run", str(spec_file), "--out", str(out),
            "--master", "local[2]", "--quiet"]
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while len(list(out.rglob("cell-*.parquet"))) < 5:

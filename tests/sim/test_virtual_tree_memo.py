@@ -1,11 +1,13 @@
-"""The memoised virtual-tree data plane and the struct-based codec against their originals.
+"""The memoised virtual-tree data plane and the struct-based codec against their references.
 
-``VirtualTreeDataPlane.process`` reads exact tables into dictionaries, caches
-lookups per switch configuration and scans clones against per-port stop sets
-(issue 9); ``LabelFormat`` packs and parses stacks with ``struct``. Both must
-give exactly what the original code gave: the same ``PipelineResult`` (passes,
-lookups, emitted bytes, drops, pass trace) for every frame of random runs,
-and the same bytes and labels for random stacks.
+``MemoVirtualTreeDataPlane.process`` (``sim/dataplanes/virtual_tree/memo.py``)
+reads exact tables into dictionaries, caches lookups per switch configuration
+in the ``vt_lookups`` store of its :class:`Caches` and scans clones against
+per-port stop sets; ``LabelFormat`` packs and parses stacks with ``struct``.
+Both must give exactly what the pass-by-pass reference
+(``sim/dataplanes/virtual_tree/reference.py``) and a plain byte loop give: the
+same ``PipelineResult`` (passes, lookups, emitted bytes, drops, pass trace) for
+every frame of random runs, and the same bytes and labels for random stacks.
 """
 
 from __future__ import annotations
@@ -15,24 +17,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import topologies
 from support.vt_candidates import candidate_sets
-from support.vt_reference import ReferenceVirtualTree
 
+from sim.dataplanes.caches import Caches, Store
 from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.pipeline import get_dataplane
 from sim.dataplanes.virtual_tree.codec import LabelFormat, StackDecodeError
+from sim.dataplanes.virtual_tree.memo import MemoVirtualTreeDataPlane
 from sim.dataplanes.virtual_tree.reference import VirtualTreeDataPlane
 from sim.engines.static import run_notification
-from strategies.base import Knowledge
+from strategies.base import Knowledge, make_strategy
 from strategies.virtual_tree.installation import VirtualTreeStrategy
+from topologies.specs import load_topology
 
 FMT = LabelFormat()
 
 
-class Checked(VirtualTreeDataPlane):
+class Checked(MemoVirtualTreeDataPlane):
     """Runs the reference on every frame too and asserts the same result."""
 
-    def __init__(self, fmt: LabelFormat, seen: list[int]) -> None:
-        super().__init__(fmt)
-        self.reference = ReferenceVirtualTree(fmt)
+    def __init__(self, fmt: LabelFormat, seen: list[int], caches: Caches) -> None:
+        super().__init__(fmt, caches)
+        self.reference = VirtualTreeDataPlane(fmt)
         self.seen = seen
 
     def process(self, switch, config, packet, in_port):
@@ -44,6 +49,7 @@ class Checked(VirtualTreeDataPlane):
 
 class Given(VirtualTreeStrategy):
     name = "given-memo-test"
+    cache_installs = False  # candidates: the instance's
 
     def __init__(self, cands, seen, **params):
         super().__init__(self.Params(**params))
@@ -53,8 +59,8 @@ class Given(VirtualTreeStrategy):
     def candidates(self, topology, knowledge):
         return iter(self.cands)
 
-    def model(self):
-        return Checked(FMT, self.seen)
+    def model(self, caches=None):
+        return Checked(FMT, self.seen, self.caches)
 
 
 @st.composite
@@ -69,17 +75,51 @@ def runs(draw):
 
 
 @settings(max_examples=80)
-@given(runs())
-def test_memoised_data_plane_equals_the_original_on_every_frame(run):
+@given(runs(), st.sampled_from([1, 2, 4096]))
+def test_memoised_data_plane_equals_the_reference_on_every_frame(run, memo_limit):
     topo, cands, max_rules, pub, notes = run
     seen: list[int] = []
     strategy = Given(cands, seen, max_rules=max_rules)
+    strategy.caches.vt_lookups = Store("vt_lookups", memo_limit)  # 1, 2: memos evicted
     state = strategy.install(topo, Knowledge())
     for i, recv in enumerate(notes):  # several notifications: the memo is reused
         note = Notification(i, pub)
         d = run_notification(topo, strategy, state, note, recv, payload_for(note, 8))
         assert d.delivered == dict.fromkeys(recv, 1)
     assert seen  # frames were compared
+    assert 0 < len(strategy.caches.vt_lookups) <= memo_limit
+
+
+def test_vt_strategies_run_on_the_memoised_model_with_their_caches():
+    strategy = make_strategy("vt-broadcast")
+    model = strategy.model()
+    assert type(model) is MemoVirtualTreeDataPlane
+    assert model.caches is strategy.caches is strategy.model().caches
+    shared = Caches()
+    strategy.use_caches(shared)
+    assert strategy.model().caches is shared
+    assert make_strategy("tree").model().fmt == make_strategy("hybrid").model().fmt
+    assert type(get_dataplane("virtual_tree")) is VirtualTreeDataPlane  # the definition
+
+
+def test_memo_is_kept_per_configuration_object_in_the_given_caches():
+    topo = load_topology("fattree:k=4")
+    strategy = make_strategy("source-routed")
+    state = strategy.install(topo, Knowledge())
+    pub = topo.hosts[0]
+    recv = frozenset(topo.hosts[1:6])
+    caches = Caches()
+    note = Notification(0, pub)
+    run_notification(topo, strategy, state, note, recv, payload_for(note, 8))
+    assert len(caches.vt_lookups) == 0  # the strategy's own caches, not this one
+    strategy.use_caches(caches)
+    run_notification(topo, strategy, state, note, recv, payload_for(note, 8))
+    visited = len(caches.vt_lookups)
+    assert visited > 0
+    configs = [key[0].obj for key in caches.vt_lookups.keys()]
+    assert all(any(cfg is state.config(s) for s in topo.switches) for cfg in configs)
+    run_notification(topo, strategy, state, note, recv, payload_for(note, 8))
+    assert len(caches.vt_lookups) == visited and caches.vt_lookups.hits >= visited
 
 
 def _reference_encode(fmt: LabelFormat, labels: list[int]) -> bytes:

@@ -28,6 +28,7 @@ class Fixed(VirtualTreeStrategy):
     """A VT strategy that installs exactly the given link sets, in order."""
 
     name = "fixed-test"
+    cache_installs = False  # candidates: the instance's
 
     def __init__(self, trees, **params):
         super().__init__(self.Params(**params))

@@ -30,6 +30,7 @@ FMT = LabelFormat()
 
 class Given(VirtualTreeStrategy):
     name = "given-test"
+    cache_installs = False  # candidates: the instance's
 
     def __init__(self, cands, **params):
         super().__init__(self.Params(**params))

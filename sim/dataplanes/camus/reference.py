@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.control_state import SwitchConfig
 from sim.dataplanes.event_header import PubsubLayout
 from sim.dataplanes.packet import Packet
@@ -76,6 +77,9 @@ class CamusDataPlane:
     #: BDD field order of the switches whose order differs from ``fields``
     #: (``order="constants"`` compiles one order per switch)
     switch_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: vectorised table indexes (:mod:`sim.dataplanes.table_index`), kept between
+    #: packets; pass the cell's :class:`Caches` to share them, else a fresh one
+    caches: Caches = field(default_factory=Caches, compare=False, repr=False)
 
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
@@ -85,7 +89,8 @@ class CamusDataPlane:
         lookups = 1
         came_down = config.lookup(PORT_ROLE, in_port) is not None
         if FLAT in config.tables:
-            leaf = fast_lookup(config, FLAT, *(values[f] for f in self.header_fields))
+            leaf = fast_lookup(config, FLAT, *(values[f] for f in self.header_fields),
+                               caches=self.caches)
             lookups += 1
         else:
             state = 0

@@ -28,9 +28,10 @@ Seed 002 §III (Listings 1-2, Fig. 3-4), digest seed002-003 A.2-A.4, D1, D2, D5.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.control_state import SwitchConfig
 from sim.dataplanes.packet import Packet
 from sim.dataplanes.pipeline import DATAPLANES, PipelineResult
@@ -138,6 +139,9 @@ class KundelDataPlane:
     fmt: KundelFormat = KundelFormat()
     slots: int = 17  # the repository implements IDs 0-16
     name: str = "kundel"
+    #: vectorised table indexes (:mod:`sim.dataplanes.table_index`), kept between
+    #: packets; pass the cell's :class:`Caches` to share them, else a fresh one
+    caches: Caches = field(default_factory=Caches, compare=False, repr=False)
 
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
@@ -147,7 +151,7 @@ class KundelDataPlane:
             return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
         valid, values, _ = parsed
         key = [valid] + [values.get(i, 0) for i in range(self.slots)]
-        entry = fast_lookup(config, TABLE, *key)
+        entry = fast_lookup(config, TABLE, *key, caches=self.caches)
         if entry is None:
             return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=(), dropped=1)
         (_, value), = entry.params

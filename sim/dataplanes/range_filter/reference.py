@@ -24,8 +24,9 @@ multicast groups), digest seed001-004 B2, B6.4-B6.5.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.control_state import SwitchConfig
 from sim.dataplanes.event_header import PUBSUB_UDP_PORT, PubsubLayout, parse_ip_udp
 from sim.dataplanes.packet import Packet
@@ -52,6 +53,9 @@ class RangeFilterDataPlane:
 
     layout: PubsubLayout = PubsubLayout(1, 16)
     name: str = "range_filter"
+    #: vectorised table indexes (:mod:`sim.dataplanes.table_index`), kept between
+    #: packets; pass the cell's :class:`Caches` to share them, else a fresh one
+    caches: Caches = field(default_factory=Caches, compare=False, repr=False)
 
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
@@ -60,7 +64,7 @@ class RangeFilterDataPlane:
                 or len(parsed.pubsub) < self.layout.size:
             return PipelineResult(passes=1, recirculations=0, lookups=0, emitted=(), dropped=1)
         values = self.layout.unpack(parsed.pubsub)
-        entry = fast_lookup(config, TABLE, *values)
+        entry = fast_lookup(config, TABLE, *values, caches=self.caches)
         if entry is None:
             return PipelineResult(passes=1, recirculations=0, lookups=1, emitted=(), dropped=1)
         (_, value), = entry.params

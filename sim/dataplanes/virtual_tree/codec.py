@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from topologies.registry import SpecError, check
 
@@ -251,16 +252,14 @@ class _Layout:
         return s
 
 
-_layouts: dict[int, _Layout] = {}
-
-
+@lru_cache(maxsize=64)
 def _layout(fmt: LabelFormat) -> _Layout:
-    lay = _layouts.get(id(fmt))
-    if lay is None or lay.fmt is not fmt:
-        if len(_layouts) >= 256:
-            _layouts.clear()
-        lay = _layouts[id(fmt)] = _Layout(fmt)
-    return lay
+    """The ``struct`` layouts of ``fmt``, keyed by its value (a frozen dataclass).
+
+    A pure function of an immutable value, like ``re``'s pattern cache: no
+    cell-dependent state, so it is not part of :class:`sim.dataplanes.caches.Caches`.
+    """
+    return _Layout(fmt)
 
 
 def validate_widths(label_bits: int, type_bits: int, size_bits: int, bitmask_bits: int,

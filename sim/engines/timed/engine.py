@@ -40,7 +40,7 @@ import numpy as np
 import simpy
 
 from sim.dataplanes.control_state import ControlState, SwitchConfig
-from sim.dataplanes.delivery import SwitchCount, broker_node
+from sim.dataplanes.delivery import DeliveryCounts, SwitchCount, broker_node
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.pipeline import PipelineResult
 from sim.dataplanes.seeds import child_rng
@@ -57,12 +57,14 @@ __all__ = ["EngineError", "NoteRecord", "Recorder", "TimedEngine", "TimedResult"
 
 
 @dataclass(slots=True)
-class NoteRecord:
+class NoteRecord(DeliveryCounts):
     """What happened to one notification.
 
     ``receivers`` is the ground truth when it was published (who should get
     it); ``encoded_for`` the receiver set the publisher encoded for (its
-    view, which lags under churn).
+    view, which lags under churn). False positives/negatives, duplicates and
+    the switch totals are counted as for the static engine's
+    :class:`~sim.dataplanes.delivery.Delivery` (:class:`DeliveryCounts`).
     """
 
     nid: int
@@ -78,12 +80,8 @@ class NoteRecord:
     frames: int = 0
     bytes: int = 0
     drops: int = 0
-    passes: int = 0
-    recirculations: int = 0
-    lookups: int = 0
-    circulations_simplified: int = 0
     t_last: float = 0.0
-    switch_passes: dict[str, int] = field(default_factory=dict)
+    switches: dict[str, SwitchCount] = field(default_factory=dict)
     delivered: dict[str, int] = field(default_factory=dict)
     first: dict[str, float] = field(default_factory=dict)
 
@@ -112,16 +110,9 @@ class NoteRecord:
         return max(lat) if lat else float("nan")
 
     @property
-    def false_negatives(self) -> int:
-        return sum(1 for h in self.receivers if h not in self.delivered)
-
-    @property
-    def false_positives(self) -> int:
-        return sum(1 for h in self.delivered if h not in self.receivers)
-
-    @property
-    def duplicates(self) -> int:
-        return sum(c - 1 for c in self.delivered.values())
+    def switch_passes(self) -> dict[str, int]:
+        """Passes per switch reached."""
+        return {sw: c.passes for sw, c in self.switches.items()}
 
 
 class Recorder:
@@ -191,17 +182,13 @@ class Recorder:
         c = self.switches.get(switch)
         if c is None:
             c = self.switches[switch] = SwitchCount()
-        c.passes += result.passes
-        c.recirculations += result.recirculations
-        c.lookups += result.lookups
-        c.circulations_simplified += result.circulations_simplified
+        c.add(result)
         self.dataplane_drops += result.dropped
-        note = self.notes[nid]
-        note.passes += result.passes
-        note.recirculations += result.recirculations
-        note.lookups += result.lookups
-        note.circulations_simplified += result.circulations_simplified
-        note.switch_passes[switch] = note.switch_passes.get(switch, 0) + result.passes
+        switches = self.notes[nid].switches
+        c = switches.get(switch)
+        if c is None:
+            c = switches[switch] = SwitchCount()
+        c.add(result)
 
     def recirc_counter(self, switch: str) -> list[int]:
         """The counter of ``switch``'s executed recirculations (``counter[0] += 1`` per pass)."""

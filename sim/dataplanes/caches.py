@@ -1,0 +1,196 @@
+"""The explicit cache object of one cell (or of the cells a runner runs together).
+
+Memoisation that speeds up the simulator without changing what it computes
+lives in one :class:`Caches` object that callers pass down, never in module
+globals: the data-plane lookup memos, the vectorised table indexes, the
+virtual-tree installs and compiled trees, and the clustered workload plans.
+Each is a named, bounded LRU :class:`Store` with a documented lifetime.
+
+Keys are values (frozen dataclasses, tuples of them) or the objects
+themselves, held strongly and compared by identity through :class:`Identity`
+(a topology, a switch configuration, a control state: equal *content* would
+also be correct, but hashing it costs more than the memo saves). Holding the
+object in the key means its identity cannot be reused while the entry lives,
+which is what made the former ``id()``-keyed module globals fragile.
+
+Lifetimes
+---------
+Whoever creates a :class:`Caches` decides what shares it:
+
+- nobody passes one: every consumer falls back to a fresh ``Caches()``;
+  results are the same, only slower (nothing is reused);
+- one cell: the cell pipeline creates one and passes it to the strategy's
+  data-plane model, to ``Knowledge`` and to the receiver model;
+- the cells of one runner partition: the runner creates one per partition
+  (per Spark task / local run) and passes it to every cell it runs, so the
+  cells of one workload seed at other churn levels reuse its population plan
+  and its virtual-tree install (seed 000 §6.6.2: every churn level starts
+  from the 0 % layout).
+
+A store never changes a result: a hit returns what a miss would compute
+(``tests/experiments/test_cell_caches.py`` checks rows with shared and
+fresh caches are equal).
+
+References
+----------
+Seed 000 §6.6.2 (churn levels of one client distribution); DESIGN.md
+"Layout and layers" (caches live in an explicit per-cell object).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Identity:
+    """A key that holds ``obj`` strongly and compares it by identity.
+
+    For objects whose value hash is expensive or undefined (switch
+    configurations with mapping fields, control states, controller views).
+
+    Parameters
+    ----------
+    obj : object
+        The object; kept alive as long as the key is.
+    """
+
+    __slots__ = ("obj", "_hash")
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+        self._hash = object.__hash__(obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Identity({type(self.obj).__name__})"
+
+
+class Store(Generic[K, V]):
+    """A bounded least-recently-used map.
+
+    Parameters
+    ----------
+    name : str
+        What it holds (for ``repr`` and error messages).
+    limit : int
+        Entries kept at most; the least recently used one is forgotten first.
+    """
+
+    __slots__ = ("name", "limit", "_data", "hits", "misses")
+
+    def __init__(self, name: str, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"store {name!r}: limit must be >= 1, got {limit}")
+        self.name = name
+        self.limit = limit
+        self._data: OrderedDict[K, V] = OrderedDict()
+        #: lookups answered from the store / computed (for tests and benchmarks)
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: K) -> V | None:
+        """The value of ``key`` (now the most recently used), or None."""
+        value = self._data.get(key)
+        if value is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._data.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> V:
+        """Remember ``value`` under ``key``, forgetting the oldest entry when full."""
+        data = self._data
+        data[key] = value
+        data.move_to_end(key)
+        while len(data) > self.limit:
+            data.popitem(last=False)
+        return value
+
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        """The value of ``key``, computed by ``make()`` and remembered on a miss."""
+        value = self.get(key)
+        return self.put(key, make()) if value is None else value
+
+    def keys(self) -> tuple[K, ...]:
+        """The keys, least recently used first."""
+        return tuple(self._data)
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __repr__(self) -> str:
+        return f"Store({self.name!r}, {len(self._data)}/{self.limit})"
+
+
+class Caches:
+    """Every memo of one cell (or of the cells that share it); see the module docstring.
+
+    Attributes
+    ----------
+    vt_lookups : Store
+        ``(Identity(SwitchConfig), LabelFormat)`` -> the virtual-tree lookup
+        memo of that configuration (:mod:`sim.dataplanes.virtual_tree.memo`).
+        Lives as long as the states it was built for are simulated.
+    table_index : Store
+        ``(Identity(entries), table)`` -> the vectorised index of one large
+        ternary/range table (:mod:`sim.dataplanes.table_index`); ``entries``
+        is the configuration's tuple of entries of that table.
+    vt_installs : Store
+        Install key (strategy class, parameters, seed, ``Identity`` of the
+        topology and of the controller's view) -> the installed
+        ``ControlState`` (:mod:`strategies.virtual_tree.installation`).
+        Shared by the cells of one seed at other churn levels.
+    vt_compiled : Store
+        ``(Identity(ControlState), Identity(Topology))`` -> the published VTs
+        of that state in the encoder's form.
+    clustered_plans : Store
+        ``(Identity(Topology), workload key, rng state)`` -> the drawn
+        clustered population plan (:mod:`sim.workloads.clustered`). Shared
+        by the cells of one seed at other churn levels.
+    """
+
+    __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "clustered_plans")
+
+    def __init__(self) -> None:
+        self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
+        self.table_index: Store[tuple[Identity, str], Any] = Store("table_index", 512)
+        self.vt_installs: Store[tuple[Any, ...], Any] = Store("vt_installs", 32)
+        self.vt_compiled: Store[tuple[Identity, Identity], Any] = Store("vt_compiled", 16)
+        self.clustered_plans: Store[tuple[Any, ...], Any] = Store("clustered_plans", 64)
+
+    def stores(self) -> tuple[Store[Any, Any], ...]:
+        """Every store, in declaration order."""
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def clear(self) -> None:
+        """Forget everything (results stay the same; the next lookups are slower)."""
+        for store in self.stores():
+            store.clear()
+
+    def __repr__(self) -> str:
+        return "Caches(" + ", ".join(repr(s) for s in self.stores()) + ")"
+
+
+def or_fresh(caches: Caches | None) -> Caches:
+    """``caches``, or a fresh :class:`Caches` when None (correct, nothing reused)."""
+    return caches if caches is not None else Caches()
+
+
+__all__ = ["Caches", "Identity", "Store", "or_fresh"]
