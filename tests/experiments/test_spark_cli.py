@@ -55,9 +55,14 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
     return rc, err
 
 
-def test_spark_is_the_default_engine_and_local_star_the_default_master() -> None:
+def test_spark_is_the_default_runner_and_local_star_the_default_master() -> None:
     args = build_parser().parse_args(["run", "quickstart"])
-    assert args.engine == "spark" and args.master is None  # cli passes local[*]
+    assert args.runner == "spark" and args.master is None  # cli passes local[*]
+
+
+def test_engine_is_the_older_name_of_runner() -> None:
+    args = build_parser().parse_args(["run", "quickstart", "--engine", "local"])
+    assert args.runner == "local"
 
 
 @pytest.mark.parametrize(("body", "needle"), [
@@ -103,7 +108,7 @@ def test_missing_java_is_one_line_saying_what_to_install(tmp_path: Path,
     rc, err = _run(["run", str(spec), "--out", str(tmp_path / "out")], capsys)
     assert rc == 2
     assert err == f"stackcast: error: {JAVA_HINT}"
-    assert "openjdk-17-jre-headless" in err and "--engine local" in err
+    assert "openjdk-17-jre-headless" in err and "--runner local" in err
     assert no_spark == []
 
 
