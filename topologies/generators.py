@@ -34,7 +34,7 @@ import numpy as np
 
 from topologies.model import LinkDefaults, Topology, TopologyError, build_topology
 from topologies.registry import check
-from topologies.specs import register_topology
+from topologies.specs import TopologySize, register_topology
 
 #: Attempts at drawing a connected Jellyfish graph before giving up.
 JELLYFISH_MAX_ATTEMPTS = 100
@@ -188,8 +188,14 @@ def jellyfish_edges(switches: int, degree: int,
             return None
 
 
+def _jellyfish_size(p: JellyfishParams) -> TopologySize:
+    hosts = p.switches * p.hosts
+    return TopologySize(p.switches, hosts, p.switches * p.degree // 2 + hosts)
+
+
 @register_topology("jellyfish", JellyfishParams,
-                   "random regular switch graph (Jellyfish); seed 000 §3.5.1")
+                   "random regular switch graph (Jellyfish); seed 000 §3.5.1",
+                   estimate=_jellyfish_size)
 def build_jellyfish(params: JellyfishParams, defaults: LinkDefaults, spec: str) -> Topology:
     """Build a connected Jellyfish topology, retrying with the same generator.
 
@@ -236,7 +242,13 @@ class FatTreeParams:
         check(self.k >= 2 and self.k % 2 == 0, f"k must be an even integer >= 2; got {self.k}")
 
 
-@register_topology("fattree", FatTreeParams, "k-ary three-tier fat-tree (k^3/4 hosts)")
+def _fattree_size(p: FatTreeParams) -> TopologySize:
+    hosts = p.k ** 3 // 4
+    return TopologySize(5 * p.k * p.k // 4, hosts, 2 * (p.k ** 3 // 4) + hosts)
+
+
+@register_topology("fattree", FatTreeParams, "k-ary three-tier fat-tree (k^3/4 hosts)",
+                   estimate=_fattree_size)
 def build_fattree(params: FatTreeParams, defaults: LinkDefaults, spec: str) -> Topology:
     """Build a k-ary fat-tree.
 
@@ -307,8 +319,15 @@ class FabricParams:
         check(self.hosts >= 0, f"hosts must be an integer >= 0; got {self.hosts}")
 
 
+def _fabric_size(p: FabricParams) -> TopologySize:
+    hosts = p.pods * p.racks * p.hosts
+    return TopologySize(p.planes * p.spines + p.pods * (p.planes + p.racks), hosts,
+                        p.pods * p.planes * (p.spines + p.racks) + hosts)
+
+
 @register_topology("fabric", FabricParams,
-                   "Facebook datacenter fabric (pods, planes, spines); seed 000 §5.3.1")
+                   "Facebook datacenter fabric (pods, planes, spines); seed 000 §5.3.1",
+                   estimate=_fabric_size)
 def build_fabric(params: FabricParams, defaults: LinkDefaults, spec: str) -> Topology:
     """Build the Facebook datacenter fabric of seed 000 §5.3.1.
 
@@ -374,7 +393,13 @@ class LeafSpineParams:
         check(self.hosts >= 0, f"hosts must be an integer >= 0; got {self.hosts}")
 
 
-@register_topology("leafspine", LeafSpineParams, "two-tier leaf-spine (full bipartite)")
+def _leafspine_size(p: LeafSpineParams) -> TopologySize:
+    hosts = p.leaves * p.hosts
+    return TopologySize(p.leaves + p.spines, hosts, p.leaves * p.spines + hosts)
+
+
+@register_topology("leafspine", LeafSpineParams, "two-tier leaf-spine (full bipartite)",
+                   estimate=_leafspine_size)
 def build_leafspine(params: LeafSpineParams, defaults: LinkDefaults, spec: str) -> Topology:
     """Build a leaf-spine: switch order spines then leaves; hosts on leaves.
 

@@ -146,6 +146,11 @@ def make_params(cls: type[T], raw: Mapping[str, Any], where: str) -> T:
             allowed = ", ".join(sorted(fields)) or "none"
             raise SpecError(f"{where}: unknown parameter {key!r} (allowed: {allowed})")
         kwargs[key] = _coerce(value, hints[key], f"{where}: parameter {key!r}")
+    missing = [name for name, f in fields.items()
+               if name not in kwargs and f.init and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise SpecError(f"{where}: missing parameter(s) {', '.join(map(repr, missing))}")
     try:
         return cls(**kwargs)
     except TypeError as exc:  # a required field is missing

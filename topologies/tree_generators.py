@@ -25,7 +25,7 @@ import numpy as np
 
 from topologies.model import LinkDefaults, Topology, build_topology
 from topologies.registry import check
-from topologies.specs import register_topology
+from topologies.specs import TopologySize, register_topology
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,11 +40,22 @@ class RegularTreeParams:
         check(self.depth >= 1, f"depth must be >= 1; got {self.depth}")
         check(self.fanout >= 1, f"fanout must be >= 1; got {self.fanout}")
         check(self.hosts >= 1, f"hosts must be >= 1; got {self.hosts}")
-        check(self.fanout ** (self.depth - 1) <= 100_000, "tree too large (> 100000 leaves)")
+        check(self.fanout == 1 or (self.depth <= 64 and self.fanout ** (self.depth - 1) <= 100_000),
+              "tree too large (> 100000 leaves)")
+
+
+def _regular_tree_size(p: RegularTreeParams) -> TopologySize:
+    # Levels beyond 64 only matter as "too large": cap the exponent so the
+    # estimate itself stays cheap for any depth.
+    levels = min(p.depth, 64)
+    leaves = p.fanout ** (levels - 1)
+    switches = p.depth if p.fanout == 1 else sum(p.fanout ** i for i in range(levels))
+    return TopologySize(switches, leaves * p.hosts, switches - 1 + leaves * p.hosts)
 
 
 @register_topology("regulartree", RegularTreeParams,
-                   "complete switch tree, hosts on the leaves (seed 001 regular tree)")
+                   "complete switch tree, hosts on the leaves (seed 001 regular tree)",
+                   estimate=_regular_tree_size)
 def build_regular_tree(params: RegularTreeParams, defaults: LinkDefaults, spec: str
                        ) -> Topology:
     order: list[int] = [0]
@@ -83,7 +94,9 @@ class RandomTreeParams:
 
 
 @register_topology("randomtree", RandomTreeParams,
-                   "random switch tree with bounded ports (seed 001 Alg. 8)")
+                   "random switch tree with bounded ports (seed 001 Alg. 8)",
+                   estimate=lambda p: TopologySize(p.switches, p.hosts,
+                                                   p.switches - 1 + p.hosts))
 def build_random_tree(params: RandomTreeParams, defaults: LinkDefaults, spec: str) -> Topology:
     rng = np.random.Generator(np.random.PCG64(params.seed))
     labels = [int(x) for x in rng.permutation(params.switches)]

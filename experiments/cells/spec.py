@@ -46,12 +46,16 @@ from pathlib import Path
 from typing import Any
 
 from sim.dataplanes.delivery import DelayModel
-from sim.dataplanes.seeds import canonical_json, stable_seed
+from sim.dataplanes.seeds import canonical_json, child_rng, stable_seed
 from sim.workloads.receivers import receiver_model
 from strategies.base import STRATEGIES, load_builtin_strategies, make_strategy
 from topologies.model import LinkDefaults
 from topologies.registry import SpecError, check, make_params
-from topologies.specs import load_topology
+from topologies.specs import check_topology_size, load_topology
+
+#: Notifications per cell accepted without ``--force`` (README "Limits"): a
+#: static cell runs roughly 10^3 to 10^4 notifications per second per core.
+MAX_NOTIFICATIONS = 1_000_000
 
 #: The specs shipped with the package (``stackcast run NAME``).
 SPEC_DIR = Path(__file__).resolve().parents[1] / "specs"
@@ -209,21 +213,33 @@ def _unknown(keys: Any, allowed: set[str], where: str) -> None:
                      f"(allowed: {', '.join(sorted(allowed))})")
 
 
-def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>") -> ExperimentSpec:
-    """Validate a spec already parsed from TOML; every problem names its field."""
+def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>", *,
+                    force: bool = False) -> ExperimentSpec:
+    """Validate a spec already parsed from TOML; every problem names its field.
+
+    ``force`` lifts the size limits (:data:`MAX_NOTIFICATIONS`,
+    :func:`topologies.specs.check_topology_size`).
+    """
     _unknown(data, _TOP_KEYS, source)
     exp = data.get("experiment")
-    check(isinstance(exp, dict), f"{source}: missing [experiment] table")
+    if not isinstance(exp, dict):
+        raise SpecError(f"{source}: missing [experiment] table")
     grid = data.get("grid")
-    check(isinstance(grid, dict), f"{source}: missing [grid] table")
+    if not isinstance(grid, dict):
+        raise SpecError(f"{source}: missing [grid] table")
     _unknown(exp, _EXPERIMENT_KEYS, f"{source} [experiment]")
     _unknown(grid, _GRID_KEYS, f"{source} [grid]")
     name = exp.get("name")
-    check(isinstance(name, str) and name.replace("-", "").replace("_", "").isalnum(),
-          f"{source}: experiment.name must be a word of letters, digits, - or _; got {name!r}")
+    if not (isinstance(name, str) and name.replace("-", "").replace("_", "").isalnum()):
+        raise SpecError(f"{source}: experiment.name must be a word of letters, digits, - or _; "
+                        f"got {name!r}")
     notifications = exp.get("notifications", 10)
-    check(isinstance(notifications, int) and notifications > 0,
+    check(isinstance(notifications, int) and not isinstance(notifications, bool)
+          and notifications > 0,
           f"{source}: experiment.notifications must be a positive integer")
+    check(force or notifications <= MAX_NOTIFICATIONS,
+          f"{source}: experiment.notifications = {notifications:,} is beyond the limit of "
+          f"{MAX_NOTIFICATIONS:,} per cell (README \"Limits\"); pass --force to run it anyway")
     engine = exp.get("engine", "static")
     check(engine in ENGINES, f"{source}: experiment.engine must be one of "
                              f"{', '.join(ENGINES)}; got {engine!r}")
@@ -231,6 +247,10 @@ def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>") -> Experime
     check(isinstance(timed, dict), f"{source}: [timed] must be a table")
     check(engine == "timed" or not timed,
           f"{source}: a [timed] table needs experiment.engine = \"timed\"")
+    for key in ("strategy_params", "delays", "links"):
+        check(isinstance(data.get(key, {}), dict), f"{source}: [{key}] must be a table")
+    for strat, table in data.get("strategy_params", {}).items():
+        check(isinstance(table, dict), f"{source}: [strategy_params.{strat}] must be a table")
     spec = ExperimentSpec(
         name=name,
         description=str(exp.get("description", "")),
@@ -248,12 +268,21 @@ def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>") -> Experime
         engine=engine,
         timed=dict(timed),
     )
-    validate(spec)
+    for seed in spec.seeds:
+        check(seed >= 0, f"{source}: experiment.seeds must be integers >= 0; got {seed}")
+    validate(spec, force=force)
     return spec
 
 
-def validate(spec: ExperimentSpec) -> None:
-    """Check every name and parameter before any work starts."""
+def validate(spec: ExperimentSpec, *, force: bool = False) -> None:
+    """Check every name and parameter before any work starts.
+
+    Every cell is checked on the driver: each distinct topology is checked
+    against the size limits and built once, each strategy point is made, each
+    receiver model parsed, and :func:`validate_cells` checks that every
+    strategy applies to every topology and workload of the grid, so a spec
+    with one bad cell fails before any cell is written.
+    """
     src = spec.source
     for p in spec.payload_bytes:
         check(0 <= p <= 9000, f"{src}: payload_bytes must be in [0, 9000]; got {p}")
@@ -270,12 +299,79 @@ def validate(spec: ExperimentSpec) -> None:
     make_params(DelayModel, spec.delays, f"{src} [delays]")
     links = make_params(LinkDefaults, spec.links, f"{src} [links]")
     for t in spec.topologies:
+        check_topology_size(t, force=force)
+    for t in spec.topologies:
         load_topology(t, links)
+    validate_cells(spec)
     if spec.engine == "timed":
         from sim.engines.timed.config import timed_settings
 
         for point in _param_points(spec.timed):
             timed_settings(dict(point), f"{src} [timed]", spec.notifications)
+
+
+def validate_cells(spec: ExperimentSpec) -> None:
+    """Check that every strategy of the grid applies to every topology and workload.
+
+    Asks each strategy point :meth:`strategies.base.Strategy.check_applicable`
+    on each topology, the checks its install would make at run time (content
+    receivers, the fabric topology, field widths, the workload's publishers
+    and subscribers). The population a strategy looks at is built on demand,
+    once per topology and receiver-model kind (what a strategy needs of it
+    depends on the kind, not on its parameters), with the first seed and the
+    same calls as the cell pipeline, so the check stays cheap.
+
+    Raises
+    ------
+    SpecError
+        Naming the first cell that cannot run.
+    """
+    links = make_params(LinkDefaults, spec.links, f"{spec.source} [links]")
+    strategies = [make_strategy(name, dict(point)) for name in spec.strategies
+                  for point in _param_points(spec.strategy_params.get(name, {}))]
+    for t in spec.topologies:
+        topology = load_topology(t, links)
+        kinds: dict[str, str] = {}
+        for r in spec.receivers:
+            kinds.setdefault(receiver_model(r).kind.name, r)
+        for r in kinds.values():
+            workload = _LazyPopulation(spec, t, topology, r)
+            for strategy in strategies:
+                try:
+                    strategy.check_applicable(topology, workload)
+                except ValueError as exc:
+                    raise SpecError(f"{spec.source}: cell {strategy.name} x {t} x {r}: "
+                                    f"{exc}") from None
+
+
+class _LazyPopulation:
+    """The population of the first cell of (topology, receivers), built on first use.
+
+    Attribute access is forwarded to that population (at run 0, for
+    populations that change during a cell), so strategies' checks read it as
+    the pipeline's knowledge.
+    """
+
+    def __init__(self, spec: ExperimentSpec, topology_spec: str, topology: Any,
+                 receivers: str) -> None:
+        self._args = (spec, topology_spec, topology, receivers)
+        self._population: Any = None
+
+    def _get(self) -> Any:
+        if self._population is None:
+            spec, t, topology, r = self._args
+            model = receiver_model(r)
+            cell = Cell(experiment=spec.name, topology=t, strategy="", params=(), receivers=r,
+                        payload_bytes=0, seed=spec.seeds[0], notifications=spec.notifications,
+                        links=tuple(sorted(spec.links.items())))
+            population = model.population(topology, child_rng(cell.workload_seed_for(model),
+                                                              "population"))
+            at = getattr(population, "at", None)
+            self._population = at(0) if at is not None else population
+        return self._population
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
 
 
 def _read_toml(path: str | Path) -> dict[str, Any]:
@@ -290,9 +386,9 @@ def _read_toml(path: str | Path) -> dict[str, Any]:
         raise SpecError(f"{p}: invalid TOML: {exc}") from None
 
 
-def load_spec(path: str | Path) -> ExperimentSpec:
-    """Read and validate a TOML spec file."""
-    return parse_spec_dict(_read_toml(path), str(path))
+def load_spec(path: str | Path, *, force: bool = False) -> ExperimentSpec:
+    """Read and validate a TOML spec file (``force`` lifts the size limits)."""
+    return parse_spec_dict(_read_toml(path), str(path), force=force)
 
 
 def describe_spec(path: str | Path) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from experiments.cells.spec import SPEC_DIR
@@ -69,8 +71,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_topology_show(args: argparse.Namespace) -> int:
-    from topologies.specs import load_topology
+    from topologies.specs import check_topology_size, load_topology
 
+    check_topology_size(args.spec, force=args.force)
     topo = load_topology(args.spec)
     summary = topo.summary()
     if args.json:
@@ -87,12 +90,23 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     from sim.dataplanes.packet import Notification, payload_for
     from sim.engines.static import run_notification
     from strategies.base import Knowledge, make_strategy
-    from topologies.specs import load_topology
+    from topologies.specs import check_topology_size, load_topology
 
+    names = [h.strip() for h in args.receivers.split(",")]
+    if not any(names):
+        raise CliError("--receivers names no host (give e.g. --receivers h2,h3)")
+    if "" in names:
+        raise CliError(f"--receivers has an empty name in {args.receivers!r}")
+    twice = sorted({h for h in names if names.count(h) > 1})
+    if twice:
+        raise CliError(f"--receivers names {', '.join(twice)} more than once")
+    check_topology_size(args.topology, force=args.force)
     topo = load_topology(args.topology)
     strategy = make_strategy(args.strategy, parse_params(args.param))
     hosts = set(topo.hosts)
-    receivers = frozenset(h.strip() for h in args.receivers.split(",") if h.strip())
+    if not hosts:
+        raise CliError(f"topology {args.topology!r} has no hosts")
+    receivers = frozenset(names)
     for h in sorted(receivers | {args.publisher}):
         if h not in hosts:
             raise CliError(f"unknown host {h!r} (hosts are h1..h{len(topo.hosts)})")
@@ -121,8 +135,13 @@ def cmd_deliver(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from experiments.cells.spec import load_spec
 
-    spec = load_spec(resolve_spec(args.spec))  # validated before any runner starts
+    if args.out:  # checked first: a bad --out fails before anything is loaded or run
+        check_out_dir(Path(args.out), force=args.force)
+    # Every cell validated on the driver before any runner starts (nothing written on error).
+    spec = load_spec(resolve_spec(args.spec), force=args.force)
     out = Path(args.out or Path("results") / spec.name)
+    if not args.out:
+        check_out_dir(out, force=args.force)
     if args.trace:
         _write_trace(spec, args)
     if args.runner == "local":
@@ -139,9 +158,52 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{spec.name}: {counts['ran']} cells run, {counts['skipped']} skipped, "
           f"results in {out}")
     if args.report:
-        return _report(out, out / "report", args.runner if args.runner == "local" else "spark",
+        from experiments.storage.results import report_dir
+
+        return _report(out, report_dir(out), args.runner if args.runner == "local" else "spark",
                        args.master)
     return 0
+
+
+#: What a stackcast results directory holds (experiments/storage/results.py):
+#: the dataset, reports, and the older hive layout's ``experiment=...`` folders.
+_RESULTS_ENTRIES = ("data", "report")
+
+
+def check_out_dir(out: Path, *, force: bool = False) -> None:
+    """Refuse a ``--out`` that cannot hold results, before any work starts.
+
+    ``out`` must be (or be creatable as) a writable directory that is empty
+    or a stackcast results directory; ``force`` accepts unrelated files.
+    Writability is probed with a temporary file (``os.access`` says yes to
+    root on a read-only file system), which is removed again.
+
+    Raises
+    ------
+    CliError
+        One line naming the problem and, where it helps, ``--force``.
+    """
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {str(out)!r} is a file, not a directory")
+    probe_dir = out
+    while not probe_dir.exists():  # the nearest existing ancestor receives the new folder
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        raise CliError(f"--out {str(out)!r}: {str(probe_dir)!r} is a file, not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".stackcast-probe-", dir=probe_dir)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise CliError(f"--out {str(out)!r} is not writable ({exc.strerror or exc})") from None
+    if force or probe_dir != out:
+        return
+    foreign = sorted(p.name for p in out.iterdir()
+                     if p.name not in _RESULTS_ENTRIES and not p.name.startswith((".",
+                                                                                 "experiment=")))
+    if foreign:
+        raise CliError(f"--out {str(out)!r} holds files that are not stackcast results "
+                       f"(e.g. {foreign[0]!r}); use an empty directory or pass --force")
 
 
 def _write_trace(spec, args: argparse.Namespace) -> None:  # noqa: ANN001
@@ -173,10 +235,14 @@ def _report(results: Path, out: Path, runner: str, master: str | None) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     results = Path(args.dir)
+    if results.exists() and not results.is_dir():
+        raise CliError(f"{str(results)!r} is a file: give the results directory "
+                       "(the --out of stackcast run)")
     if not results.is_dir():
         raise CliError(f"results directory {str(results)!r} does not exist")
-    return _report(results, Path(args.out) if args.out else results / "report",
-                   args.runner, args.master)
+    from experiments.storage.results import report_dir
+
+    return _report(results, report_dir(results, args.out), args.runner, args.master)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -252,12 +318,26 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 # -- parser ---------------------------------------------------------------------
 
+_LIMITS = "50,000 switches + hosts, 200,000 links, 1,000,000 notifications per cell; README"
+
+
+def package_version() -> str:
+    """The installed package's version (``stackcast --version``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("stackcast")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stackcast",
         description="Simulate in-network publish/subscribe strategies on P4 switches: "
                     "deliver one notification, run sweeps (local or Spark), report.")
     p.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    p.add_argument("--version", action="version", version=f"stackcast {package_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ls = sub.add_parser("list", help="list strategies, topologies, receiver models or shipped "
@@ -273,6 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "jellyfish:switches=16,degree=3,seed=1 or zoo:Dfn")
     show.add_argument("spec")
     show.add_argument("--json", action="store_true", help="print the JSON contract")
+    show.add_argument("--force", action="store_true",
+                      help=f"build topologies beyond the size limits ({_LIMITS})")
     show.set_defaults(func=cmd_topology_show)
 
     dl = sub.add_parser("deliver", help="send one notification and report what happened")
@@ -284,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     dl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="strategy parameter (repeatable)")
     dl.add_argument("--json", action="store_true", help="print the JSON contract")
+    dl.add_argument("--force", action="store_true",
+                    help=f"build topologies beyond the size limits ({_LIMITS})")
     dl.set_defaults(func=cmd_deliver)
 
     run = sub.add_parser("run", help="run an experiment spec (TOML path or shipped name)")
@@ -295,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--master", help="Spark master URL (default local[*])")
     run.add_argument("--out", help="results directory (default results/<experiment>)")
     run.add_argument("--resume", action="store_true", help="skip cells already finished")
+    run.add_argument("--force", action="store_true",
+                     help="write into an --out that holds other files, and run topologies and "
+                          f"notifications per cell beyond the size limits ({_LIMITS})")
     run.add_argument("--report", action="store_true", help="write the report afterwards")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--trace", metavar="FILE",
@@ -378,7 +465,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stackcast: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("stackcast: interrupted (finished cells are kept; rerun with --resume)",
-              file=sys.stderr)
-        return 130
+        return _interrupted(args)
+
+
+#: Exit status after Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    """One line fitting the command; exit 130 without hanging.
+
+    A P4Runtime (gRPC) channel left behind by an interrupted ``hil`` command
+    can block forever in its finalizer (``_ChannelCallState.__del__``) when
+    the interpreter tears down, so once gRPC is loaded the process ends here,
+    after flushing, with ``os._exit``.
+    """
+    if args.command == "run":
+        message = "interrupted (finished cells are kept; rerun with --resume)"
+    elif args.command == "hil":
+        message = f"hil {args.hil_command} interrupted (BMv2 stopped; no report)"
+    else:
+        message = f"{args.command} interrupted"
+    print(f"stackcast: {message}", file=sys.stderr)
+    if "grpc" in sys.modules:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(EXIT_INTERRUPTED)
+    return EXIT_INTERRUPTED
 

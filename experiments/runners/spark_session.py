@@ -49,15 +49,19 @@ import logging
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
+from collections import deque
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +91,18 @@ logger.hadoop.level = error
 
 
 class SparkUnavailableError(FileNotFoundError):
-    """Java or pyspark is missing; the message says what to install."""
+    """Java or pyspark is missing, or the master cannot be used; the message
+    (one line) says what to install or fix."""
+
+
+#: Seconds to wait for a TCP connection to each address of a ``spark://`` master.
+MASTER_CONNECT_TIMEOUT_S = 5.0
+#: Seconds a ``spark://`` master gets, from the start of the session, to accept
+#: the application (Spark alone waits 3 x 20 s for an unresponsive master).
+MASTER_TIMEOUT_S = 15.0
+#: Master URL forms Spark accepts (``local``, ``local[N]``, ``local[N,F]``,
+#: ``local-cluster[...]``, ``spark://``, ``yarn``, ``k8s://``).
+_MASTER_FORMS = re.compile(r"local(\[[^\]]+\])?|local-cluster\[[^\]]+\]|spark://.+|yarn|k8s://.+")
 
 
 # -- prerequisites ------------------------------------------------------------------
@@ -144,6 +159,40 @@ def with_local_retries(master: str, max_failures: int = DEFAULT_MAX_FAILURES) ->
         return f"local[1,{max_failures}]"
     m = re.fullmatch(r"local\[(\*|\d+)\]", master)
     return f"local[{m.group(1)},{max_failures}]" if m else master
+
+
+def check_master(master: str, timeout_s: float = MASTER_CONNECT_TIMEOUT_S) -> None:
+    """Refuse a master URL Spark cannot use, quickly and in one line.
+
+    An unknown form is refused with the forms Spark accepts. A ``spark://``
+    master (``spark://host:port``, or several ``host:port`` separated by
+    commas for standby masters) must accept a TCP connection on at least
+    one address within ``timeout_s`` each; Spark itself would retry for
+    about a minute and then print a page of Py4J errors.
+
+    Raises
+    ------
+    SparkUnavailableError
+        Naming the URL and the cause.
+    """
+    if not _MASTER_FORMS.fullmatch(master):
+        raise SparkUnavailableError(
+            f"unknown Spark master URL {master!r}: expected local[N], spark://HOST:PORT, "
+            "yarn or k8s://URL")
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master[len("spark://"):].split(","):
+        host, sep, port = address.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SparkUnavailableError(f"Spark master URL {master!r}: expected "
+                                        f"spark://HOST:PORT, got {address!r}")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return
+        except OSError as exc:
+            errors.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise SparkUnavailableError(f"Spark master {master} is unreachable ({'; '.join(errors)})")
 
 
 def configure_environment(master: str) -> None:
@@ -248,30 +297,180 @@ def ship_code(sc: Any) -> Path:
 
 # -- the session ----------------------------------------------------------------------
 
-def _forward_stderr(stream: IO[bytes]) -> None:
-    """Copy the JVM's stderr to ours, minus the start-up noise."""
-    out = sys.__stderr__
-    for raw in iter(stream.readline, b""):
-        line = raw.decode(errors="replace")
-        if out is None or any(noise in line for noise in _JVM_NOISE):
-            continue
+class _JvmStderr:
+    """The driver JVM's stderr, read by a thread from a pipe made before the JVM starts.
+
+    Until :meth:`pass_through` the lines are kept (a JVM that exits at start
+    explains why there); afterwards they are copied to ours minus the
+    start-up noise, until :meth:`mute` (after Ctrl-C, when executors only
+    report their interrupted workers).
+    """
+
+    def __init__(self) -> None:
+        read_fd, self.write_fd = os.pipe()
+        self._lines: deque[str] = deque(maxlen=400)
+        self._passing = False
+        self._muted = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, args=(read_fd,),
+                                        name="spark-jvm-stderr", daemon=True)
+        self._thread.start()
+
+    def _run(self, read_fd: int) -> None:
+        with os.fdopen(read_fd, "rb") as stream:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode(errors="replace")
+                if any(noise in line for noise in _JVM_NOISE):
+                    continue
+                with self._lock:
+                    if not self._passing:
+                        self._lines.append(line)
+                    elif not self._muted:
+                        _write_stderr(line)
+
+    def close_writer(self) -> None:
+        """Close this process's copy of the pipe's write end (the JVM holds its own)."""
         try:
-            out.write(line)
-            out.flush()
-        except (OSError, ValueError):
+            os.close(self.write_fd)
+        except OSError:
             pass
 
+    def pass_through(self) -> None:
+        with self._lock:
+            for line in self._lines:
+                _write_stderr(line)
+            self._lines.clear()
+            self._passing = True
 
-def _launch_gateway(conf: Any) -> Any:
-    """Start the driver JVM with its stderr filtered (pyspark's ``popen_kwargs`` hook)."""
+    def mute(self) -> None:
+        with self._lock:
+            self._muted = True
+
+    def cause(self, wait_s: float = 2.0) -> str:
+        """The JVM's reason for exiting: its first exception or error line."""
+        self._thread.join(wait_s)  # the JVM has exited: its stderr ends soon
+        with self._lock:
+            lines = [ln.strip() for ln in self._lines if ln.strip()]
+        for line in lines:
+            m = re.search(r"(?:Exception|Error)\b[^:]*:\s*(.+)", line)
+            if m:
+                return m.group(1)
+        return lines[-1] if lines else "no output"
+
+
+def _write_stderr(line: str) -> None:
+    out = sys.__stderr__
+    if out is None:
+        return
+    try:
+        out.write(line)
+        out.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _launch_gateway(conf: Any, master: str) -> Any:
+    """Start the driver JVM with its stderr filtered (pyspark's ``popen_kwargs`` hook).
+
+    Raises
+    ------
+    SparkUnavailableError
+        If the JVM exits at start; one line with its cause (e.g. "Could not
+        parse Master URL").
+    """
     from pyspark.java_gateway import launch_gateway
 
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.stderr is not None:
-        threading.Thread(target=_forward_stderr, args=(proc.stderr,), name="spark-jvm-stderr",
-                         daemon=True).start()
+    jvm_stderr = _JvmStderr()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": jvm_stderr.write_fd})
+    except Exception as exc:  # noqa: BLE001 - pyspark's JAVA_GATEWAY_EXITED and the like
+        jvm_stderr.close_writer()
+        raise SparkUnavailableError(f"Spark could not start (master {master}): "
+                                    f"{jvm_stderr.cause() if 'EXITED' in str(exc) else exc}"
+                                    ) from None
+    jvm_stderr.close_writer()
+    gateway.stackcast_stderr = jvm_stderr  # passed through once the SparkContext runs
     return gateway
+
+
+def _jvm_stderr() -> _JvmStderr | None:
+    """The stderr reader of a JVM this process started (None under spark-submit,
+    whose py4j gateway answers every attribute with a Java member)."""
+    from pyspark import SparkContext
+
+    stderr = getattr(SparkContext._gateway, "stackcast_stderr", None)
+    return stderr if isinstance(stderr, _JvmStderr) else None
+
+
+@contextmanager
+def _deadline(seconds: float, message: str) -> Iterator[None]:
+    """Raise :class:`SparkUnavailableError` (``message``) if the block outlasts ``seconds``.
+
+    A SIGALRM timer interrupts a blocking Py4J call (which may wrap the
+    exception in its own; the message wins either way); only in the main
+    thread (elsewhere the block simply runs).
+    """
+    if threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "setitimer"):
+        yield
+        return
+    fired = []
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        fired.append(signum)
+        raise SparkUnavailableError(message)
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.1))
+    try:
+        yield
+    except Exception:
+        if fired:
+            raise SparkUnavailableError(message) from None
+        raise
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _start_context(conf: Any, master: str, started: float, timeout_s: float) -> Any:
+    """``SparkContext(conf)``, its failures as one :class:`SparkUnavailableError` line."""
+    from pyspark import SparkContext
+
+    # Leave ~3 s of the budget for the interpreter's start and the shutdown.
+    remaining = timeout_s - 3.0 - (time.monotonic() - started)
+    limit = _deadline(remaining, f"Spark master {master} did not accept the application "
+                                 f"within {timeout_s:g} s (is it a Spark master, and "
+                                 "reachable from here?)") \
+        if master.startswith("spark://") else nullcontext()
+    try:
+        with limit:
+            sc = SparkContext(conf=conf)
+    except SparkUnavailableError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Py4JJavaError and the like: one line
+        java = getattr(exc, "java_exception", None)
+        cause = str(java.getMessage()) if java is not None else str(exc).splitlines()[0]
+        raise SparkUnavailableError(f"Spark could not start (master {master}): {cause}"
+                                    ) from None
+    stderr = _jvm_stderr()
+    if stderr is not None:
+        stderr.pass_through()
+    return sc
+
+
+class _DropPy4jRecords(logging.Filter):
+    """Drop log records py4j writes (often through the root logger, with a
+    traceback) when a call is interrupted or the JVM goes away."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
+def _mute_jvm() -> None:
+    stderr = _jvm_stderr()
+    if stderr is not None:
+        stderr.mute()
 
 
 def _active_session() -> Any | None:
@@ -286,7 +485,8 @@ def _active_session() -> Any | None:
 @contextmanager
 def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = "stackcast",
                   max_failures: int = DEFAULT_MAX_FAILURES,
-                  conf: Mapping[str, str] | None = None) -> Iterator[Any]:
+                  conf: Mapping[str, str] | None = None,
+                  master_timeout_s: float = MASTER_TIMEOUT_S) -> Iterator[Any]:
     """A configured ``SparkSession`` with the project's code shipped; stopped on exit.
 
     Parameters
@@ -300,11 +500,18 @@ def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = "stack
         ``spark.task.maxFailures`` otherwise).
     conf
         Extra Spark settings, applied last.
+    master_timeout_s
+        A ``spark://`` master must accept the application within this many
+        seconds of the call (a TCP probe first, then registration);
+        otherwise :class:`SparkUnavailableError` names the URL.
 
     If a SparkContext is already running in this process (a notebook, a test
     fixture), it is used as is, with the code shipped to it, and left running.
     """
+    started = time.monotonic()
     require_spark()
+    if master:
+        check_master(master)
     existing = _active_session()
     if existing is not None:
         wanted = master and with_local_retries(master, max_failures)
@@ -328,7 +535,7 @@ def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = "stack
                 f"-Dlog4j2.configurationFile=file:{log4j2_config()}")
             if master:
                 boot.setMaster(with_local_retries(master, max_failures))
-            SparkContext._ensure_initialized(gateway=_launch_gateway(boot))
+            SparkContext._ensure_initialized(gateway=_launch_gateway(boot, master or "default"))
     # Backed by the JVM: holds what spark-submit / spark-defaults.conf set (the master, too).
     spark_conf = SparkConf()
     resolved = with_local_retries(master or spark_conf.get("spark.master", None)
@@ -344,11 +551,23 @@ def spark_session(master: str | None = DEFAULT_MASTER, *, app_name: str = "stack
     for key, value in {**settings, **(conf or {})}.items():
         spark_conf.set(key, value)
     log.info("starting Spark (master %s)", resolved)
-    sc = SparkContext(conf=spark_conf)
+    quiet = _DropPy4jRecords()
+    logging.getLogger().addFilter(quiet)  # py4j's logging.exception(...) calls
+    py4j_log = logging.getLogger("py4j")  # and its own loggers
+    py4j_level = py4j_log.level
+    py4j_log.setLevel(logging.CRITICAL + 1)
     try:
-        sc.setLogLevel("ERROR")
-        spark = SparkSession.builder.getOrCreate()
-        ship_code(sc)
-        yield spark
+        sc = _start_context(spark_conf, resolved, started, master_timeout_s)
+        try:
+            sc.setLogLevel("ERROR")
+            spark = SparkSession.builder.getOrCreate()
+            ship_code(sc)
+            yield spark
+        except KeyboardInterrupt:
+            _mute_jvm()  # executors now only report their interrupted Python workers
+            raise
+        finally:
+            sc.stop()
     finally:
-        sc.stop()
+        logging.getLogger().removeFilter(quiet)
+        py4j_log.setLevel(py4j_level)

@@ -33,13 +33,13 @@ def test_unknown_generator_names_the_closest() -> None:
 @pytest.mark.parametrize(("spec", "match"), [
     ("jellyfish:switches=x", r"parameter 'switches' must be an integer; got 'x'"),
     ("jellyfish:switches", r"parameter 'switches' must be an integer; got 'switches'"),
-    ("jellyfish:degree=3", r"missing 1 required keyword-only argument: 'switches'"),
+    ("jellyfish:degree=3", r"missing parameter\(s\) 'switches'"),
     ("jellyfish:switches=10,ports=3", r"unknown parameter 'ports' \(allowed: degree, hosts, "
                                       r"seed, switches\)"),
     ("fabric:planes=2,spine=4", r"unknown parameter 'spine'"),
     ("leafspine:leaves=2.5", r"parameter 'leaves' must be an integer"),
-    ("zoo:", r"missing 1 required keyword-only argument: 'name'"),
-    ("file:", r"missing 1 required keyword-only argument: 'path'"),
+    ("zoo:", r"missing the name \(write zoo:NAME\)"),
+    ("file:", r"missing the path \(write file:PATH\)"),
 ])
 def test_bad_or_missing_parameters(spec: str, match: str) -> None:
     one_line_error(spec, rf"^topology '{re.escape(spec)}': .*{match}")
