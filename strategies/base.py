@@ -21,7 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Encoding, Notification, Packet
 from sim.dataplanes.pipeline import DataPlane, get_dataplane
 from topologies.model import Topology
@@ -54,12 +57,17 @@ class Knowledge:
         Root seed of the strategy's own random choices during installation
         (``sim.dataplanes.seeds.child_rng(seed, component)``); runners pass the cell's
         workload seed.
+    caches : Caches
+        Where installs are remembered (:class:`sim.dataplanes.caches.Caches`;
+        the virtual-tree strategies' ``vt_installs``). Runners pass one
+        object to the cells that may share installs; default: a fresh one.
     """
 
     receiver_sets: Mapping[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
     stable: Mapping[str, frozenset[str]] = field(default_factory=dict)
     population: Any = None
     seed: int = 0
+    caches: Caches = field(default_factory=Caches, compare=False, repr=False)
 
     @property
     def publishers(self) -> tuple[str, ...]:
@@ -68,6 +76,78 @@ class Knowledge:
     @classmethod
     def for_notification(cls, publisher: str, receivers: frozenset[str]) -> Knowledge:
         return cls(receiver_sets={publisher: (receivers,)})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtraMetrics:
+    """A strategy's metrics of one notification beyond the engine's
+    (:meth:`Strategy.extra_metrics`); every field has the value of a strategy
+    that does not measure it. Result tables have one column per field, under
+    the field's name. Content filters, seeds 001-004.
+
+    Attributes
+    ----------
+    link_false_positives : int or None
+        Frames on links that no receiver of the notification needed
+        (content-exact, by the strategy's own routes; host links included).
+        None: the strategy has no own measure; the static rows then count
+        :func:`sim.dataplanes.link_waste.wasted_link_frames` (used links from
+        which no receiver is reachable), so label stacks and virtual trees
+        compare too.
+    network_false_positives : int
+        Seed 001's network false positives: frames on links the unlimited
+        flow set would not use (merge-induced only; equals
+        ``link_false_positives`` for exact filters).
+    merge_ratio, merge_ratio_limited : float
+        Mean over switches with flows of (unlimited - deployed) / unlimited,
+        and the same over the switches whose unlimited count exceeds the
+        limit (seed 001 A2/A5.7).
+    flows_max : int
+        Filter entries on the busiest switch.
+    flow_limit : int
+        Per-switch flow limit, 0 = none.
+    flows_peak : int
+        Peak filter entries on any switch while this state was deployed, in
+        the strategy's write order (seed 001 Alg. 7); 0 when the state was
+        reused.
+    tcam_entries : int
+        TCAM entries after range-to-prefix expansion.
+    tcam_bits : int
+        Sum of key bits over the TCAM entries.
+    sram_entries : int
+        Exact-match entries.
+    stages_max : int
+        Tables in sequence on the deepest switch.
+    controller_wall_ms : float
+        Wall-clock controller time of the install/update behind this state
+        (0 when the state was reused). Measured, not simulated: NOT
+        reproducible across runs.
+    lookup_latency_us : float
+        Worst receiver's sum of per-switch lookup latencies (table_cost
+        latency model).
+    switches_over_capacity : int
+        Switches above a per-switch capacity by table kind (TCAM / SRAM
+        entries, multicast groups, stages; content strategies' ``*_capacity``
+        parameters, 0 = none).
+    """
+
+    link_false_positives: int | None = None
+    network_false_positives: int = 0
+    merge_ratio: float = 0.0
+    merge_ratio_limited: float = 0.0
+    flows_max: int = 0
+    flow_limit: int = 0
+    flows_peak: int = 0
+    tcam_entries: int = 0
+    tcam_bits: int = 0
+    sram_entries: int = 0
+    stages_max: int = 0
+    controller_wall_ms: float = 0.0
+    lookup_latency_us: float = 0.0
+    switches_over_capacity: int = 0
+
+
+NO_EXTRA_METRICS = ExtraMetrics()
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,17 +201,47 @@ class Strategy:
                      notification: Notification) -> HostAction:
         return DELIVER
 
+    def check_applicable(self, topology: Topology, population: Any) -> None:
+        """Optional hook: raise ``SpecError`` if this strategy cannot run on
+        ``topology`` with the workload ``population`` (default: it can).
+
+        The driver calls it once per (topology, receiver model, strategy
+        point) before any cell runs (:func:`experiments.cells.spec.validate_cells`),
+        so a grid with one impossible cell writes nothing. Implementations
+        make the same checks their ``install`` makes, cheaply.
+        """
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """Optional hook: a closed-form static engine for this strategy on ``topology``.
+
+        Default: None, every notification runs on the pass-by-pass reference
+        (:func:`sim.engines.static.run_notification`). A data-plane family
+        that computes its walk in closed form returns its
+        :class:`~sim.dataplanes.fast_path.FastPath` configured with this
+        strategy's parameters, ``delays`` and ``self.encode``, or None for
+        parameters and topologies it does not model exactly. A subclass that
+        changes ``encode``, ``host_receive`` or ``extra_metrics`` must not
+        inherit a fast path silently (check ``type(self)``). The static engine
+        (:func:`sim.engines.static.choose_static_path`) only calls this hook;
+        ``tests/sim/test_fast_paths.py`` finds every registered strategy whose
+        hook returns a fast path and checks it against the reference.
+
+        References
+        ----------
+        shared/DESIGN.md "Data planes" (fast paths agree with the pass-by-pass
+        model on randomized cases) and "Layout and layers" (one hook).
+        """
+        return None
+
     def extra_metrics(self, topology: Topology, state: ControlState,
                       notification: Notification, receivers: frozenset[str],
-                      delivery: Any) -> Mapping[str, float]:
-        """Optional metrics of one notification beyond the engine's (default: none).
+                      delivery: Any) -> ExtraMetrics:
+        """Optional metrics of one notification beyond the engine's (default: none,
+        :data:`NO_EXTRA_METRICS`).
 
-        ``delivery`` is the static engine's :class:`sim.engines.static.Delivery`.
-        Keys must be columns of :data:`experiments.cells.schema.EXTRA_COLUMNS`;
-        runners fill the columns a strategy does not return with their
-        defaults (0).
+        ``delivery`` is the static engine's :class:`sim.dataplanes.delivery.Delivery`.
         """
-        return {}
+        return NO_EXTRA_METRICS
 
 
 STRATEGIES: Registry[type[Strategy]] = Registry("strategy")

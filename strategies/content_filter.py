@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 from sim.dataplanes.control_state import ControlState, StateBuilder, SwitchConfig
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.trees import spanning_tree
-from strategies.base import Knowledge, Strategy
+from strategies.base import ExtraMetrics, Knowledge, Strategy
 from strategies.table_cost import LatencyModel, StateCost, TableCapacity
 from topologies.model import Topology
 from topologies.registry import SpecError, check
@@ -290,6 +290,9 @@ class ContentStrategy(Strategy):
         self._costs: dict[int, StateCost] = {}
         self.routing: TreeRouting | None = None
 
+    def check_applicable(self, topology: Topology, population: Any) -> None:
+        content_view(Knowledge(population=population), self.name)
+
     def routing_for(self, topology: Topology) -> TreeRouting:
         if self.routing is None or self.routing.topology is not topology:
             self.routing = TreeRouting(topology)
@@ -331,7 +334,7 @@ class ContentStrategy(Strategy):
 
     def extra_metrics(self, topology: Topology, state: ControlState,
                       notification: Notification, receivers: frozenset[str],
-                      delivery: Any) -> Mapping[str, float]:
+                      delivery: Any) -> ExtraMetrics:
         routing = self.routing_for(topology)
         # the publisher's own access link is never a false positive: no filter can avoid it
         pub = notification.publisher
@@ -355,15 +358,15 @@ class ContentStrategy(Strategy):
                 total += latency.lookup_us(cost.filter_entries.get(sw, 0),
                                            cost.replicates.get(sw, False))
             worst = max(worst, total)
-        out: dict[str, float] = {
-            "link_false_positives": lfp, "network_false_positives": nfp,
-            "flows_max": max(cost.filter_entries.values(), default=0),
-            "tcam_entries": cost.tcam_entries, "tcam_bits": cost.tcam_bits,
-            "sram_entries": cost.sram_entries, "stages_max": cost.stages,
-            "controller_wall_ms": self._wall_ms.pop(id(state), 0.0),
-            "lookup_latency_us": worst,
-            "switches_over_capacity": len(self.params.capacities().overflowing_switches(state,
-                                                                                      cost)),
-        }
-        out.update(self.flow_metrics(topology, state))
-        return out
+        out = ExtraMetrics(
+            link_false_positives=lfp, network_false_positives=nfp,
+            flows_max=max(cost.filter_entries.values(), default=0),
+            tcam_entries=cost.tcam_entries, tcam_bits=cost.tcam_bits,
+            sram_entries=cost.sram_entries, stages_max=cost.stages,
+            controller_wall_ms=self._wall_ms.pop(id(state), 0.0),
+            lookup_latency_us=worst,
+            switches_over_capacity=len(self.params.capacities().overflowing_switches(state,
+                                                                                   cost)),
+        )
+        flows: dict[str, Any] = self.flow_metrics(topology, state)  # ExtraMetrics fields
+        return replace(out, **flows) if flows else out

@@ -1,8 +1,11 @@
 """Run one cell: its notifications through the static engine, one row each
 (timed cells go to :mod:`experiments.cells.timed`).
 
-Pure of any engine: the local and the Spark runner both call
-:func:`run_cell`, which is why their rows are identical.
+The notifications come from :func:`experiments.cells.workload.draw_notifications`
+(the one iterator over a cell's workload), the rows from
+:func:`experiments.cells.rows.notification_row` (the one row builder). Pure of
+any engine: the local and the Spark runner both call :func:`run_cell`, which
+is why their rows are identical.
 """
 
 from __future__ import annotations
@@ -14,31 +17,30 @@ from typing import Any
 
 import pyarrow as pa
 
-from experiments.cells.schema import EXTRA_COLUMNS, ROWS
+from experiments.cells.rows import identity_columns, notification_row
+from experiments.cells.schema import ROWS
 from experiments.cells.spec import Cell
+from experiments.cells.workload import cell_workload, draw_notifications
 from sim.dataplanes.control_state import ControlState, diff
 from sim.dataplanes.delivery import DelayModel, row_metrics
 from sim.dataplanes.link_waste import wasted_link_frames
 from sim.dataplanes.packet import Notification, payload_for
-from sim.dataplanes.seeds import child_rng
-from sim.engines.fast_static import choose_static_path
-from sim.engines.static import run_notification
-from sim.workloads.receivers import receiver_model
-from strategies.base import Knowledge, Strategy, make_strategy
+from sim.engines.static import choose_static_path, run_notification
+from strategies.base import ExtraMetrics, Knowledge, Strategy, make_strategy
 from topologies.model import LinkDefaults
 from topologies.registry import make_params
 from topologies.specs import load_topology
 
 
 def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: frozenset[str],
-               stable: frozenset[str] | None, cache: dict[Any, ControlState],
-               base: Knowledge | None = None) -> ControlState:
+               stable: frozenset[str] | None, cache: dict[Any, tuple[Any, ControlState]],
+               base: Knowledge) -> ControlState:
     """Install state; strategies whose state does not depend on the receivers are cached.
 
-    ``base`` carries what every install may know (the population and the
-    workload seed).
+    ``base`` carries what every install may know (the population as it
+    stands, a :class:`~sim.workloads.receivers.Population`, and the workload
+    seed).
     """
-    base = base if base is not None else Knowledge()
     scope = strategy.scope
     if scope == "topology":
         key: Any = ()
@@ -52,7 +54,7 @@ def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: fro
             stable={publisher: stable} if stable is not None else {}))
     # A population whose content changes during the cell (subscription churn)
     # has a ``version``: a new version updates the cached state of the same key.
-    version = getattr(base.population, "version", None)
+    version = base.population.version
     cached = cache.get(key)
     if cached is None:
         cached = (version, strategy.install(topology, knowledge))
@@ -91,37 +93,20 @@ def cell_notifications(cell: Cell, topology: Any, strategy: Strategy
     Shared by the static rows below and the hardware-in-the-loop validation
     (``stackcast hil validate``), so both see the same workload and state.
     """
-    model = receiver_model(cell.receivers)
-    workload_seed = cell.workload_seed_for(model)
-    population = model.population(topology, child_rng(workload_seed, "population"))
-    base = Knowledge(population=population, seed=workload_seed)
+    workload = cell_workload(cell, topology)
+    population = workload.population
+    base = Knowledge(population=population, seed=workload.seed)
     cache: dict[Any, tuple[Any, ControlState]] = {}
-    stable_of = getattr(population, "stable", None)  # populations that know stable subscribers
-    # Populations that change during the cell give their state before each run
-    # (at(run)); content populations draw the event and its receivers (draw()).
-    at = getattr(population, "at", None)
     previous: ControlState | None = None
-    for run in range(cell.notifications):
-        rng = child_rng(workload_seed, "notification", run)
-        publisher = population.publishers[int(rng.integers(len(population.publishers)))]
-        current = at(run) if at is not None else population
-        draw = getattr(current, "draw", None)
-        event = None
-        if draw is not None:
-            event, receivers = draw(publisher, run, rng)
-        else:
-            receivers = population.receivers(publisher, rng)
-        note = Notification(notification_id=run, publisher=publisher, event=event)
-        stable = stable_of(publisher, run) if stable_of else None
-        knowledge = base if current is population else replace(base, population=current)
-        state = _state_for(strategy, topology, publisher, receivers, stable, cache, knowledge)
+    for drawn in draw_notifications(workload, cell.notifications):
+        note, receivers = drawn.notification, drawn.receivers
+        knowledge = base if drawn.view is population else replace(base, population=drawn.view)
+        state = _state_for(strategy, topology, note.publisher, receivers, drawn.stable, cache,
+                           knowledge)
         writes = 0 if previous is None or previous is state else len(diff(previous, state))
         previous = state
-        yield CellNotification(run, note, receivers, state, writes,
+        yield CellNotification(drawn.run, note, receivers, state, writes,
                                payload_for(note, cell.payload_bytes))
-
-
-_LATE = ("delay_worst_ms", "link_false_positives")  # metrics placed later in ROWS order
 
 
 def cell_rows(cell: Cell, static_path: str | None = None) -> list[dict[str, Any]]:
@@ -141,46 +126,30 @@ def cell_rows(cell: Cell, static_path: str | None = None) -> list[dict[str, Any]
         fast_metrics = fast.metrics([i.notification.publisher for i in items],
                                     [i.receivers for i in items], cell.payload_bytes)
     rows = []
-    ident = {"experiment": cell.experiment, "cell_id": cell.cell_id, "strategy": cell.strategy,
-             "params": cell.params_json, "topology": cell.topology,
-             "receivers_model": cell.receivers, "payload_bytes": cell.payload_bytes,
-             "seed": cell.seed}
+    identity = identity_columns(cell)
+    fast_extra: dict[int, ExtraMetrics] = {}  # link waste -> its record (fast rows share them)
     counted: tuple[Any, int, int] = (None, 0, 0)  # the last state and its sizes
     for k, item in enumerate(items):
-        run, note, receivers, state = item.run, item.notification, item.receivers, item.state
-        publisher, writes = note.publisher, item.writes
+        note, receivers, state = item.notification, item.receivers, item.state
         if counted[0] is not state:  # sizes of a state shared by many notifications, once
             counted = (state, state.entries, state.multicast_groups)
         metrics = fast_metrics[k] if fast_metrics else None
         if metrics is not None:
-            extra = {**EXTRA_COLUMNS, "link_false_positives": metrics["link_false_positives"]}
+            waste = metrics["link_false_positives"]
+            extra = fast_extra.get(waste) or fast_extra.setdefault(
+                waste, ExtraMetrics(link_false_positives=waste))
         else:
             d = run_notification(topology, strategy, state, note, receivers, item.payload, delays)
             metrics = row_metrics(d, link_waste=False)
-            extra = _extra(strategy, topology, state, note, receivers, d)
-        rows.append({
-            **ident, "run": run, "publisher": publisher, "receivers": len(receivers),
-            **{key: v for key, v in metrics.items() if key not in _LATE},
-            "state_entries": counted[1], "multicast_groups": counted[2],
-            "control_writes": writes, "delay_worst_ms": metrics["delay_worst_ms"], **extra,
-        })
+            extra = strategy.extra_metrics(topology, state, note, receivers, d)
+            if extra.link_false_positives is None:  # every strategy gets link waste
+                extra = replace(extra, link_false_positives=wasted_link_frames(
+                    d.links, note.publisher, receivers))
+        rows.append(notification_row(
+            identity, run=item.run, publisher=note.publisher, receivers=len(receivers),
+            metrics=metrics, state_entries=counted[1], multicast_groups=counted[2],
+            control_writes=item.writes, extra=extra))
     return rows
-
-
-def _extra(strategy: Strategy, topology: Any, state: ControlState, note: Notification,
-           receivers: frozenset[str], delivery: Any) -> dict[str, Any]:
-    """The strategy's extra metrics over the defaults of :data:`EXTRA_COLUMNS`."""
-    out: dict[str, Any] = dict(EXTRA_COLUMNS)
-    metrics = strategy.extra_metrics(topology, state, note, receivers, delivery)
-    if "link_false_positives" not in metrics:  # every strategy gets link waste (unified-content)
-        out["link_false_positives"] = wasted_link_frames(delivery.links, note.publisher,
-                                                         receivers)
-    for k, v in metrics.items():
-        if k not in out:
-            raise KeyError(f"strategy {strategy.name!r} reports unknown metric {k!r} "
-                           f"(known: {', '.join(EXTRA_COLUMNS)})")
-        out[k] = v
-    return out
 
 
 def run_cell(cell: Cell, static_path: str | None = None) -> pa.Table:

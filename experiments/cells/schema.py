@@ -6,7 +6,33 @@ The Spark runner derives its ``StructType`` from :data:`ROWS` (see
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+
 import pyarrow as pa
+
+from strategies.base import ExtraMetrics
+
+#: Arrow types of the :class:`~strategies.base.ExtraMetrics` fields narrower
+#: than their Python type's default (int -> int64, float -> float64).
+_NARROW = {"stages_max": pa.int32()}
+
+
+def _extra_fields() -> list[pa.Field]:
+    """One non-null column per :class:`~strategies.base.ExtraMetrics` field, in order
+    (what each means: the record's docstring)."""
+    hints = typing.get_type_hints(ExtraMetrics)
+    out = []
+    for f in dataclasses.fields(ExtraMetrics):
+        kinds = set(typing.get_args(hints[f.name]) or (hints[f.name],)) - {type(None)}
+        if kinds not in ({int}, {float}):
+            raise TypeError(f"ExtraMetrics.{f.name}: columns are int or float, got {kinds}")
+        wide = pa.float64() if kinds == {float} else pa.int64()
+        out.append(pa.field(f.name, _NARROW.get(f.name, wide), nullable=False))
+    return out
+
+
+_EXTRA_FIELDS = _extra_fields()
 
 ROWS = pa.schema([
     pa.field("experiment", pa.string(), nullable=False),
@@ -40,47 +66,14 @@ ROWS = pa.schema([
     # this cell to this one's; 0 for the first notification and for reused state.
     pa.field("control_writes", pa.int64(), nullable=False),
     pa.field("delay_worst_ms", pa.float64(), nullable=False),
-    # -- strategy metrics (Strategy.extra_metrics; EXTRA_COLUMNS gives the default
-    # of a strategy that does not define one). Content filters, seeds 001-004.
-    # Frames on links that no receiver of the notification needed (content-exact,
-    # by the strategy's own routes; host links included). Strategies that do not
-    # define it get sim.dataplanes.link_waste.wasted_link_frames (used links from which no
-    # receiver is reachable), so label stacks and virtual trees compare too.
-    pa.field("link_false_positives", pa.int64(), nullable=False),
-    # Seed 001's network false positives: frames on links the unlimited flow set
-    # would not use (merge-induced only; = link_false_positives for exact filters).
-    pa.field("network_false_positives", pa.int64(), nullable=False),
-    # Mean over switches with flows of (unlimited - deployed) / unlimited, and the
-    # same over the switches whose unlimited count exceeds the limit (seed 001 A2/A5.7).
-    pa.field("merge_ratio", pa.float64(), nullable=False),
-    pa.field("merge_ratio_limited", pa.float64(), nullable=False),
-    pa.field("flows_max", pa.int64(), nullable=False),       # filter entries, busiest switch
-    pa.field("flow_limit", pa.int64(), nullable=False),      # per-switch limit, 0 = none
-    # Peak filter entries on any switch while this row's state was deployed, in the
-    # strategy's write order (seed 001 Alg. 7); 0 when the state was reused.
-    pa.field("flows_peak", pa.int64(), nullable=False),
-    pa.field("tcam_entries", pa.int64(), nullable=False),    # after range-to-prefix expansion
-    pa.field("tcam_bits", pa.int64(), nullable=False),       # sum of key bits over TCAM entries
-    pa.field("sram_entries", pa.int64(), nullable=False),    # exact-match entries
-    pa.field("stages_max", pa.int32(), nullable=False),      # tables in sequence, deepest switch
-    # Wall-clock controller time of the install/update behind this row's state (0 when
-    # the state was reused). Measured, not simulated: NOT reproducible across runs.
-    pa.field("controller_wall_ms", pa.float64(), nullable=False),
-    # Worst receiver's sum of per-switch lookup latencies (table_cost latency model).
-    pa.field("lookup_latency_us", pa.float64(), nullable=False),
-    # Switches above a per-switch capacity by table kind (TCAM / SRAM entries,
-    # multicast groups, stages; content strategies' *_capacity parameters, 0 = none).
-    pa.field("switches_over_capacity", pa.int64(), nullable=False),
+    *_EXTRA_FIELDS,
 ])
 
-#: Strategy-defined columns and the value of a strategy that does not report them.
+#: Strategy-defined columns (the fields of :class:`strategies.base.ExtraMetrics`)
+#: and the value of a strategy that does not report them.
 EXTRA_COLUMNS: dict[str, int | float] = {
-    "link_false_positives": 0, "network_false_positives": 0, "merge_ratio": 0.0,
-    "merge_ratio_limited": 0.0, "flows_max": 0, "flow_limit": 0, "flows_peak": 0,
-    "tcam_entries": 0,
-    "tcam_bits": 0, "sram_entries": 0, "stages_max": 0, "controller_wall_ms": 0.0,
-    "lookup_latency_us": 0.0, "switches_over_capacity": 0,
-}
+    name: 0 if value is None else value
+    for name, value in dataclasses.asdict(ExtraMetrics()).items()}
 
 # Columns that identify a parameter point (everything but seed and run).
 POINT_COLUMNS = ["experiment", "strategy", "params", "topology", "receivers_model",

@@ -15,12 +15,16 @@ choose the workload:
     ``rate_hz`` each; each has one subscriber set drawn once from the
     receiver model, which the controller's churn then changes.
 
+Both modes draw their workload through :mod:`experiments.cells.workload`.
+
 Rows have the :data:`experiments.cells.schema.TIMED_ROWS` schema: the static
-columns per notification, timed columns per notification, and run-level
-``cell_`` columns repeated on each row. The strategy's extra metrics
-(:data:`~experiments.cells.schema.EXTRA_COLUMNS`) and ``analytic_delay_ms`` come
-from the static engine on the state and receiver set the publisher encoded
-with.
+columns per notification (built by :func:`experiments.cells.rows.notification_row`,
+as static rows are), timed columns per notification, and run-level ``cell_``
+columns repeated on each row. The strategy's extra metrics
+(:class:`strategies.base.ExtraMetrics`) and ``analytic_delay_ms`` come from
+the static engine on the state and receiver set the publisher encoded with;
+unlike static rows, ``link_false_positives`` stays 0 for strategies that do
+not measure it.
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from experiments.cells.schema import EXTRA_COLUMNS, TIMED_ROWS
+from experiments.cells.rows import identity_columns, notification_row
+from experiments.cells.schema import TIMED_ROWS
 from experiments.cells.spec import Cell
+from experiments.cells.workload import cell_workload, draw_notifications
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.packet import Notification
@@ -44,8 +50,8 @@ from sim.engines.timed.config import TimedSettings, settings_canonical, timed_se
 from sim.engines.timed.controller import Controller
 from sim.engines.timed.engine import NoteRecord, TimedEngine, TimedResult
 from sim.engines.timed.metrics import percentile
-from sim.workloads.receivers import Population, receiver_model
-from strategies.base import Knowledge, Strategy, make_strategy
+from sim.workloads.receivers import Population
+from strategies.base import ExtraMetrics, Knowledge, Strategy, make_strategy
 from topologies.model import LinkDefaults, Topology
 from topologies.registry import check, make_params
 from topologies.specs import load_topology
@@ -53,14 +59,6 @@ from topologies.specs import load_topology
 
 def cell_settings(cell: Cell) -> TimedSettings:
     return timed_settings(dict(cell.timed), f"cell {cell.cell_id} [timed]", cell.notifications)
-
-
-def base_knowledge(population: Population, seed: int) -> Knowledge:
-    """Knowledge without receiver sets: the population and seed where Knowledge has them."""
-    names = {f.name for f in dataclasses.fields(Knowledge)}
-    extra: dict[str, Any] = {k: v for k, v in (("population", population), ("seed", seed))
-                             if k in names}
-    return Knowledge(**extra)
 
 
 def _install(strategy: Strategy, topology: Topology, base: Knowledge,
@@ -89,30 +87,20 @@ def simulate_cell(cell: Cell, trace: bool = False
     links = make_params(LinkDefaults, dict(cell.links), "links")
     topology = load_topology(cell.topology, links)
     strategy = make_strategy(cell.strategy, dict(cell.params))
-    model = receiver_model(cell.receivers)
-    seed = cell.workload_seed_for(model)
-    population = model.population(topology, child_rng(seed, "population"))
-    # Content populations (at/draw): events decide the receivers; the state is
-    # installed from the subscriptions as they stand at the start.
-    at = getattr(population, "at", None)
-    view = at(0) if at is not None else population
-    draw = getattr(view, "draw", None)
-    base = base_knowledge(view, seed)
+    workload = cell_workload(cell, topology)
+    population, seed = workload.population, workload.seed
+    # Content populations (draws_events): events decide the receivers; the state
+    # is installed from the subscriptions as they stand at the start.
+    view = population.at(0)
+    base = Knowledge(population=view, seed=seed)
     controller = None
     if wl.receivers == "per-notification":
         items = []
-        for run in range(wl.notifications or 0):  # the static engine's notifications
-            rng = child_rng(seed, "notification", run)
-            pub = population.publishers[int(rng.integers(len(population.publishers)))]
-            if at is not None:
-                check(at(run).version == getattr(view, "version", None),
-                      f"cell {cell.cell_id}: the timed engine does not run content "
-                      "subscription churn (use churn=0 in the receiver model)")
-            if draw is not None:
-                event, rec = draw(pub, run, rng)
-            else:
-                event, rec = None, population.receivers(pub, rng)
-            items.append((pub, rec, event))
+        for drawn in draw_notifications(workload, wl.notifications or 0):
+            check(drawn.view.version == view.version,  # the static engine's notifications
+                  f"cell {cell.cell_id}: the timed engine does not run content "
+                  "subscription churn (use churn=0 in the receiver model)")
+            items.append((drawn.publisher, drawn.receivers, drawn.notification.event))
         sets: dict[str, list[frozenset[str]]] = {}
         for pub, rec, _ in items:
             sets.setdefault(pub, []).append(rec)
@@ -122,14 +110,14 @@ def simulate_cell(cell: Cell, trace: bool = False
         engine.start_schedule(wl, items, seed)
     else:
         pubs = _publishers(population, topology, wl.publishers, seed)
-        if draw is not None:  # content: every notification draws its event
+        if view.draws_events:  # content: every notification draws its event
             check(not settings.churn.active,
                   f"cell {cell.cell_id}: host-level churn does not apply to content "
                   "workloads (their subscriptions are boxes)")
             state = _install(strategy, topology, base, {})
             engine = TimedEngine(topology, strategy, state, settings.config,
                                  payload_bytes=cell.payload_bytes, trace=trace)
-            engine.draw = lambda pub, nid: draw(pub, 0, child_rng(seed, "timed-event", nid))
+            engine.draw = lambda pub, nid: view.draw(pub, 0, child_rng(seed, "timed-event", nid))
         else:
             subs = {p: population.receivers(p, child_rng(seed, "timed-subscribers",
                                                          topology.host_id(p))) for p in pubs}
@@ -155,12 +143,16 @@ def run_timed_cell(cell: Cell) -> pa.Table:
 
 
 def timed_cell_rows(cell: Cell) -> list[dict[str, Any]]:
+    """The rows of a timed cell as plain dicts (column order of :data:`TIMED_ROWS`):
+    :func:`experiments.cells.rows.notification_row` per notification, then
+    :func:`_timed_columns` and the run-level columns (:func:`_run_level`)."""
     engine, result, ctl = simulate_cell(cell)
     delays = make_params(DelayModel, dict(cell.delays), "delays")
     notes = [result.notes[k] for k in sorted(result.notes)]
     run_level = _run_level(engine, result, ctl, notes)
     timed_json = canonical_json(settings_canonical(cell_settings(cell)))
-    analytic: dict[tuple[Any, ...], tuple[float, dict[str, Any]]] = {}
+    identity = identity_columns(cell)
+    analytic: dict[tuple[Any, ...], tuple[float, ExtraMetrics]] = {}
     rows = []
     t_prev = -math.inf
     for note in notes:
@@ -169,45 +161,53 @@ def timed_cell_rows(cell: Cell) -> list[dict[str, Any]]:
             static_note = Notification(0, note.publisher, event=note.notification.event)
             d = run_notification(engine.topology, engine.strategy, note.view_state,
                                  static_note, note.encoded_for, engine.payload, delays)
-            extra: dict[str, Any] = dict(EXTRA_COLUMNS)
-            extra.update(engine.strategy.extra_metrics(engine.topology, note.view_state,
-                                                       static_note, note.encoded_for, d))
-            analytic[key] = (d.delay_worst_s * 1e3, extra)
-        exposed = ctl is not None and ctl.exposed(note)
-        mis = ctl.misdelivery(note) if exposed and ctl is not None else None
+            analytic[key] = (d.delay_worst_s * 1e3,
+                             engine.strategy.extra_metrics(engine.topology, note.view_state,
+                                                           static_note, note.encoded_for, d))
         writes = 0 if ctl is None else sum(u.writes for u in ctl.updates
                                            if not u.rejected and t_prev < u.t_end <= note.t_pub)
         t_prev = note.t_pub
-        last = note.latency_last_s
-        rows.append({
-            "experiment": cell.experiment, "cell_id": cell.cell_id, "strategy": cell.strategy,
-            "params": cell.params_json, "topology": cell.topology,
-            "receivers_model": cell.receivers, "payload_bytes": cell.payload_bytes,
-            "seed": cell.seed, "run": note.nid, "publisher": note.publisher,
-            "receivers": len(note.receivers), "delivered": len(note.delivered),
-            "false_positives": note.false_positives, "false_negatives": note.false_negatives,
-            "duplicates": note.duplicates, "header_entries": note.header_entries,
-            "header_bytes": note.header_bytes, "packets_sent": note.packets,
-            "frames": note.frames, "bytes": note.bytes, "passes": note.passes,
-            "recirculations": note.recirculations, "lookups": note.lookups,
-            "circulations_simplified": note.circulations_simplified,
-            "max_switch_passes": max(note.switch_passes.values(), default=0),
-            "state_entries": note.view_state.entries,
-            "multicast_groups": note.view_state.multicast_groups,
-            "control_writes": writes,
-            "delay_worst_ms": (last * 1e3 if note.receivers else 0.0),
-            "timed": timed_json, "publish_s": note.t_pub,
-            "latency_first_ms": note.latency_first_s * 1e3,
-            "latency_last_ms": last * 1e3,
-            **analytic[key][1],
-            "analytic_delay_ms": analytic[key][0],
-            "dropped_frames": note.drops, "exposed": exposed,
-            "stale_false_negatives": mis.stale_false_negatives if mis else 0,
-            "stale_false_positives": mis.stale_false_positives if mis else 0,
-            "misdeliveries": mis.misdeliveries if mis else 0,
-            **run_level,
-        })
+        row = notification_row(
+            identity, run=note.nid, publisher=note.publisher, receivers=len(note.receivers),
+            metrics=_note_metrics(note), state_entries=note.view_state.entries,
+            multicast_groups=note.view_state.multicast_groups, control_writes=writes,
+            extra=analytic[key][1])
+        row.update(_timed_columns(note, ctl, timed_json, analytic[key][0]))
+        row.update(run_level)
+        rows.append(row)
     return rows
+
+
+def _note_metrics(note: NoteRecord) -> dict[str, Any]:
+    """The engine metrics (:data:`experiments.cells.rows.ENGINE_METRICS`) of one timed
+    notification; ``delay_worst_ms`` is its timed worst-case delay (latency_last_ms)."""
+    return {
+        "delivered": len(note.delivered), "false_positives": note.false_positives,
+        "false_negatives": note.false_negatives, "duplicates": note.duplicates,
+        "header_entries": note.header_entries, "header_bytes": note.header_bytes,
+        "packets_sent": note.packets, "frames": note.frames, "bytes": note.bytes,
+        "passes": note.passes, "recirculations": note.recirculations,
+        "lookups": note.lookups, "circulations_simplified": note.circulations_simplified,
+        "max_switch_passes": max(note.switch_passes.values(), default=0),
+        "delay_worst_ms": note.latency_last_s * 1e3 if note.receivers else 0.0,
+    }
+
+
+def _timed_columns(note: NoteRecord, ctl: Controller | None, timed_json: str,
+                   analytic_delay_ms: float) -> dict[str, Any]:
+    """The per-notification timed columns of :data:`TIMED_ROWS` (after the static ones)."""
+    exposed = ctl is not None and ctl.exposed(note)
+    mis = ctl.misdelivery(note) if exposed and ctl is not None else None
+    return {
+        "timed": timed_json, "publish_s": note.t_pub,
+        "latency_first_ms": note.latency_first_s * 1e3,
+        "latency_last_ms": note.latency_last_s * 1e3,
+        "analytic_delay_ms": analytic_delay_ms,
+        "dropped_frames": note.drops, "exposed": exposed,
+        "stale_false_negatives": mis.stale_false_negatives if mis else 0,
+        "stale_false_positives": mis.stale_false_positives if mis else 0,
+        "misdeliveries": mis.misdeliveries if mis else 0,
+    }
 
 
 def _run_level(engine: TimedEngine, result: TimedResult, ctl: Controller | None,

@@ -53,7 +53,7 @@ from sim.dataplanes.content_space import (
     SubscriptionIndex,
 )
 from sim.dataplanes.seeds import child_rng
-from sim.workloads.receivers import register_receiver_model
+from sim.workloads.receivers import PopulationBase, register_receiver_model
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -94,8 +94,16 @@ class ContentModelParams(ContentParams):
         check(self.freq_samples >= 1, "freq_samples must be >= 1")
 
 
-class ContentView:
-    """The content workload as it stands at one moment (what a controller knows)."""
+class ContentView(PopulationBase):
+    """The content workload as it stands at one moment (what a controller knows).
+
+    A :class:`~sim.workloads.receivers.Population` whose events decide the
+    receivers (``draws_events``); ``version`` counts the subscription changes
+    it has seen, ``at`` returns the view itself (a view does not change).
+    """
+
+    draws_events = True
+    version: int
 
     def __init__(self, *, generator: ContentGenerator, publishers: tuple[str, ...],
                  advertisements: Mapping[str, Box], subscriptions: tuple[Subscription, ...],
@@ -128,6 +136,11 @@ class ContentView:
         """One notification's event and its receivers."""
         event = self.event(publisher, run, rng)
         return event, self.receivers_of(publisher, event)
+
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+        """Receivers of a fresh event (the :class:`~sim.workloads.receivers.Population`
+        protocol)."""
+        return self.draw(publisher, self.version, rng)[1]
 
     def event_window(self, publisher: str, count: int, rng: np.random.Generator,
                      t: int | None = None) -> list[Event]:
@@ -165,8 +178,15 @@ class ContentView:
         return {h: counts.get(h, 0) / n for h in self.subscriptions_by_host}
 
 
-class ContentPopulation:
-    """Publishers, advertisements and the evolving subscription set of one cell."""
+class ContentPopulation(PopulationBase):
+    """Publishers, advertisements and the evolving subscription set of one cell.
+
+    A :class:`~sim.workloads.receivers.Population` whose events decide the
+    receivers (``draws_events``); its ``version`` stays None, the
+    :class:`ContentView` of each run (:meth:`at`) carries the version.
+    """
+
+    draws_events = True
 
     def __init__(self, params: ContentModelParams, topology: Topology,
                  rng: np.random.Generator) -> None:

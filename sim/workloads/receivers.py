@@ -12,16 +12,24 @@ draws the receiver set of one notification.
   ``subscribers`` percent of the other hosts as subscribers; each host has a
   fixed notification frequency drawn from U(freq_min, freq_max) percent; a
   subscriber receives a notification with that probability.
+
+Every population implements :class:`Population`, optional features included:
+it derives from :class:`PopulationBase`, which gives each optional feature a
+do-nothing default, and overrides the ones it has (``stable`` in
+``replacement``; ``at``, ``draw``, ``version`` and ``draws_events`` in
+``content``; ``controller_view`` in ``clustered``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
+from sim.dataplanes.caches import Caches
+from sim.dataplanes.content_space import Event
 from topologies.model import Topology
 from topologies.registry import Registry, check, make_params, parse_spec
 
@@ -29,15 +37,112 @@ from topologies.registry import Registry, check, make_params, parse_spec
 class Population(Protocol):
     """What stays fixed during a cell; draws each notification's receivers.
 
-    A population may also define ``stable(publisher, run) -> frozenset`` (the
-    publisher's stable subscribers at notification ``run``), which runners
-    pass to strategies as ``Knowledge.stable`` (hybrid trees, seed 000 §4.3).
+    ``publishers`` and ``receivers`` are what every workload has. The other
+    members are optional features; :class:`PopulationBase` gives each a
+    do-nothing default, so callers use them without probing.
+
+    Attributes
+    ----------
+    publishers : tuple of str
+        The publishing hosts; runners draw each notification's publisher
+        uniformly from them.
+    draws_events : bool
+        True when each notification draws an event that decides its
+        receivers (content workloads, :meth:`draw`); the timed engine then
+        draws per notification instead of fixing each publisher's
+        subscribers. Default False.
+    version : int or None
+        Changes whenever what the controller knows changes (subscription
+        churn of a view returned by :meth:`at`); a new version makes runners
+        update the cached state. Default None (never changes).
     """
+
+    @property
+    def draws_events(self) -> bool: ...
+
+    @property
+    def version(self) -> int | None: ...
 
     @property
     def publishers(self) -> tuple[str, ...]: ...
 
-    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]: ...
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+        """The receivers of one notification of ``publisher``."""
+        ...
+
+    def at(self, run: int) -> Population:
+        """The population as it stands before notification ``run`` (what the
+        controller knows; default: the population itself)."""
+        ...
+
+    def draw(self, publisher: str, run: int, rng: np.random.Generator
+             ) -> tuple[Event | None, frozenset[str]]:
+        """Notification ``run``'s event and its receivers (default: no event,
+        :meth:`receivers`)."""
+        ...
+
+    def stable(self, publisher: str, run: int) -> frozenset[str] | None:
+        """The publisher's stable subscribers at notification ``run``, which
+        runners pass to strategies as ``Knowledge.stable`` (hybrid trees,
+        seed 000 §4.3); default None (not known)."""
+        ...
+
+    def controller_view(self) -> object:
+        """What a controller installs from, read by strategies through
+        ``Knowledge.population`` (a
+        :class:`strategies.virtual_tree.client_view.ControllerView` for
+        clustered clients); default: the population itself."""
+        ...
+
+
+class PopulationBase:
+    """Base of every population: do-nothing defaults of :class:`Population`'s
+    optional features (subclasses define ``publishers`` and ``receivers``)."""
+
+    __slots__ = ()
+
+    draws_events: bool = False
+    version: int | None = None
+
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+        raise NotImplementedError
+
+    def at(self, run: int) -> Population:
+        return cast("Population", self)  # every subclass is a Population
+
+    def draw(self, publisher: str, run: int, rng: np.random.Generator
+             ) -> tuple[Event | None, frozenset[str]]:
+        return None, self.receivers(publisher, rng)
+
+    def stable(self, publisher: str, run: int) -> frozenset[str] | None:
+        return None
+
+    def controller_view(self) -> object:
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class StepAxis:
+    """A receiver model whose notifications are the steps of one sweep.
+
+    Notification ``run`` of a cell is step ``run`` (e.g. ``run x step`` % of
+    the subscribers replaced), not a repetition: reports aggregate such rows
+    per ``run`` instead of over the cell, plot them against
+    ``x(params, run)`` and add running sums over ``run``.
+
+    Parameters
+    ----------
+    label : str
+        What the x value is, e.g. ``"subscribers replaced"``.
+    unit : str
+        Its unit, e.g. ``"%"``.
+    x : callable
+        ``(model params, run) -> x value``.
+    """
+
+    label: str
+    unit: str
+    x: Callable[[Any, int], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +151,20 @@ class ReceiverModelKind:
     params: type
     build: Callable[[Any, Topology, np.random.Generator], Population]
     summary: str
+    steps: StepAxis | None = None
+    #: the builder takes a keyword ``caches`` (:class:`sim.dataplanes.caches.Caches`)
+    takes_caches: bool = False
 
 
 RECEIVER_MODELS: Registry[ReceiverModelKind] = Registry("receiver model")
 
 
-def register_receiver_model(name: str, params: type, summary: str) -> Callable:
+def register_receiver_model(name: str, params: type, summary: str, *,
+                            steps: StepAxis | None = None, takes_caches: bool = False
+                            ) -> Callable:
     def deco(fn: Callable[[Any, Topology, np.random.Generator], Population]) -> Callable:
-        RECEIVER_MODELS.add(name, ReceiverModelKind(name, params, fn, summary))
+        RECEIVER_MODELS.add(name, ReceiverModelKind(name, params, fn, summary, steps,
+                                                    takes_caches))
         return fn
     return deco
 
@@ -66,7 +177,16 @@ class ReceiverModel:
     kind: ReceiverModelKind
     params: Any
 
-    def population(self, topology: Topology, rng: np.random.Generator) -> Population:
+    def population(self, topology: Topology, rng: np.random.Generator,
+                   caches: Caches | None = None) -> Population:
+        """The population of one cell.
+
+        ``caches`` (:class:`sim.dataplanes.caches.Caches`) lets models that
+        memoise (``clustered``: its plans) reuse work across the cells that
+        share it; None: nothing is reused (same result).
+        """
+        if self.kind.takes_caches:
+            return self.kind.build(self.params, topology, rng, caches=caches)  # type: ignore[call-arg]
         return self.kind.build(self.params, topology, rng)
 
 
@@ -81,6 +201,18 @@ def receiver_model(spec: str) -> ReceiverModel:
     name, raw = parse_spec(spec)
     kind = RECEIVER_MODELS.get(name)
     return ReceiverModel(spec, kind, make_params(kind.params, raw, f"receiver model {spec!r}"))
+
+
+def step_model_names() -> frozenset[str]:
+    """Names of the receiver models that declare a :class:`StepAxis`."""
+    load_builtin_receiver_models()
+    return frozenset(n for n in RECEIVER_MODELS.names() if RECEIVER_MODELS.get(n).steps)
+
+
+def step_x(spec: str, run: int) -> float | None:
+    """The step-axis value of notification ``run`` under ``spec`` (None: no step axis)."""
+    model = receiver_model(spec)
+    return None if model.kind.steps is None else model.kind.steps.x(model.params, run)
 
 
 def _sample(hosts: list[str], k: int, rng: np.random.Generator) -> frozenset[str]:
@@ -100,7 +232,7 @@ class UniformParams:
 
 
 @dataclass(frozen=True)
-class UniformPopulation:
+class UniformPopulation(PopulationBase):
     topology: Topology
     percent: float
 
@@ -136,7 +268,7 @@ class FrequencyParams:
 
 
 @dataclass(frozen=True)
-class FrequencyPopulation:
+class FrequencyPopulation(PopulationBase):
     publishers: tuple[str, ...]
     subscribers: dict[str, tuple[str, ...]]
     frequency: dict[str, float]

@@ -48,7 +48,7 @@ def test_equals_the_content_filters_own_count_on_tree_forwarding(strategy: str) 
         event, receivers = view.draw(pub, run, rng)
         note = Notification(run, pub, event=event)
         d = run_notification(topology, s, state, note, receivers, payload_for(note, 8))
-        own = s.extra_metrics(topology, state, note, receivers, d)["link_false_positives"]
+        own = s.extra_metrics(topology, state, note, receivers, d).link_false_positives
         assert wasted_link_frames(d.links, pub, receivers) == own
         wasted += own
     if strategy == "pleroma-dz":

@@ -91,7 +91,7 @@ def test_same_spec_and_seed_give_identical_event_traces():
 
 @pytest.mark.parametrize("name", ["ch3-delay", "recirculation-capacity", "churn-in-time"])
 def test_shipped_timed_specs_load(name):
-    from experiments.cli.main import SPEC_DIR
+    from experiments.cells.spec import SPEC_DIR
 
     s = load_spec(SPEC_DIR / f"{name}.toml")
     assert s.engine == "timed" and s.cells()

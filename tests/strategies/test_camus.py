@@ -153,7 +153,7 @@ def test_camus_on_a_fat_tree_is_complete_and_sound(params) -> None:
         note = Notification(run, pub, event=event)
         d = run_notification(topo, strategy, state, note, receivers, payload_for(note, 8))
         assert d.false_negatives == 0 and d.false_positives == 0 and d.duplicates == 0
-        link_fp += strategy.extra_metrics(topo, state, note, receivers, d)["link_false_positives"]
+        link_fp += strategy.extra_metrics(topo, state, note, receivers, d).link_false_positives
     if params == {"policy": "TR"}:
         assert link_fp == 0
     if params == {"policy": "MR"}:

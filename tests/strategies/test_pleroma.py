@@ -77,8 +77,8 @@ def test_unlimited_pleroma_has_no_false_negatives_and_no_network_false_positives
     strategy = make_strategy("pleroma-dz", {"max_dz": 6})
     _, out = _run(strategy, topology, pop, 60)
     assert all(d.false_negatives == 0 for d, _, _ in out)
-    assert all(m["network_false_positives"] == 0 for _, m, _ in out)
-    assert any(m["link_false_positives"] > 0 for _, m, _ in out)  # dz over-approximation
+    assert all(m.network_false_positives == 0 for _, m, _ in out)
+    assert any(m.link_false_positives > 0 for _, m, _ in out)  # dz over-approximation
 
 
 @pytest.mark.parametrize("params", [
@@ -99,8 +99,8 @@ def test_flow_limits_hold_without_false_negatives(params) -> None:
         assert sum(len(t) for t in per.values()) <= max(limit, ingress_tables)
     assert all(d.false_negatives == 0 for d, _, _ in out)
     m = out[0][1]
-    assert m["merge_ratio"] > 0 and m["flows_max"] <= 11 and m["flow_limit"] == 12
-    assert m["flows_peak"] <= params["flow_limit"]  # never above limit (= effective + 1)
+    assert m.merge_ratio > 0 and m.flows_max <= 11 and m.flow_limit == 12
+    assert m.flows_peak <= params["flow_limit"]  # never above limit (= effective + 1)
 
 
 def test_global_history_beats_local_baseline_on_network_false_positives() -> None:
@@ -110,7 +110,7 @@ def test_global_history_beats_local_baseline_on_network_false_positives() -> Non
                          "history": {"global_cost": "history", "window": 500}}.items():
         strategy = make_strategy("pleroma-dz", {"max_dz": 6, "flow_limit": 10, **params})
         _, out = _run(strategy, topology, pop, 80)
-        totals[name] = sum(m["network_false_positives"] for _, m, _ in out)
+        totals[name] = sum(m.network_false_positives for _, m, _ in out)
     assert totals["history"] < totals["baseline"]
 
 
@@ -126,7 +126,7 @@ def test_subscription_churn_keeps_zero_false_negatives_and_counts_writes() -> No
             for sw, per in model.physical.items():
                 for port, table in per.items():
                     assert table.flows == unl[sw][port].flows
-            assert all(m["network_false_positives"] == 0 for _, m, _ in out)
+            assert all(m.network_false_positives == 0 for _, m, _ in out)
 
 
 def test_encoding_puts_the_event_dz_in_the_destination_address() -> None:
@@ -192,7 +192,7 @@ def test_churn_never_deploys_above_the_limit(algorithm: str) -> None:
     strategy = make_strategy("pleroma-dz", {"max_dz": 8, "window": 500, "flow_limit": 40,
                                             "algorithm": algorithm})
     _, out = _run(strategy, topology, pop, 40, churn=True)
-    assert max(m["flows_max"] for _, m, _ in out) <= 39
-    assert max(m["flows_peak"] for _, m, _ in out) <= 40
-    assert max(m["merge_ratio"] for _, m, _ in out) > 0  # the limit binds
+    assert max(m.flows_max for _, m, _ in out) <= 39
+    assert max(m.flows_peak for _, m, _ in out) <= 40
+    assert max(m.merge_ratio for _, m, _ in out) > 0  # the limit binds
     assert all(d.false_negatives == 0 for d, _, _ in out)

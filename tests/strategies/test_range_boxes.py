@@ -115,7 +115,7 @@ def test_range_boxes_deliver_with_zero_false_positives_and_negatives(dist: str) 
         d = run_notification(topology, strategy, state, note, receivers, payload_for(note, 8))
         assert d.false_positives == 0 and d.false_negatives == 0 and d.duplicates == 0
         m = strategy.extra_metrics(topology, state, note, receivers, d)
-        assert m["link_false_positives"] == 0
+        assert m.link_false_positives == 0
         delivered += len(receivers)
     assert delivered > 0
 

@@ -1,0 +1,95 @@
+"""The one builder of result rows: static rows and the static part of timed rows.
+
+A row is built from
+
+- the cell's identity columns (:func:`identity_columns`, once per cell);
+- the notification: ``run``, ``publisher``, ``receivers`` (their count);
+- the engine's metrics of the notification (:data:`ENGINE_METRICS`: the
+  static engine's :func:`sim.dataplanes.delivery.row_metrics`, a fast path's
+  batch, or the timed engine's record of it);
+- the size of the installed state and the control writes that led to it;
+- the strategy's :class:`strategies.base.ExtraMetrics`, one column per field.
+
+:func:`notification_row` returns the :data:`experiments.cells.schema.ROWS`
+columns in order; a timed row is that row followed by the timed and
+run-level columns (:data:`experiments.cells.schema.TIMED_ROWS`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any
+
+from experiments.cells.schema import EXTRA_COLUMNS
+from experiments.cells.spec import Cell
+from sim.dataplanes.delivery import METRIC_KEYS
+from strategies.base import ExtraMetrics
+
+#: Columns that identify the cell (the same on every row of it).
+IDENTITY_COLUMNS = ("experiment", "cell_id", "strategy", "params", "topology",
+                    "receivers_model", "payload_bytes", "seed")
+
+#: The engine's per-notification metrics, in row order (``link_false_positives``
+#: is an :class:`~strategies.base.ExtraMetrics` column).
+ENGINE_METRICS = tuple(k for k in METRIC_KEYS if k != "link_false_positives")
+
+_EXTRA_NAMES = tuple(EXTRA_COLUMNS)
+_BEFORE_STATE = ENGINE_METRICS[:ENGINE_METRICS.index("delay_worst_ms")]
+_extra_values = operator.attrgetter(*_EXTRA_NAMES)
+_before_state_values = operator.itemgetter(*_BEFORE_STATE)
+
+
+def identity_columns(cell: Cell) -> dict[str, Any]:
+    """The identity columns of ``cell``'s rows (:data:`IDENTITY_COLUMNS`)."""
+    return {"experiment": cell.experiment, "cell_id": cell.cell_id, "strategy": cell.strategy,
+            "params": cell.params_json, "topology": cell.topology,
+            "receivers_model": cell.receivers, "payload_bytes": cell.payload_bytes,
+            "seed": cell.seed}
+
+
+def extra_columns(extra: ExtraMetrics) -> dict[str, Any]:
+    """The :class:`~strategies.base.ExtraMetrics` columns of one row; a field left
+    None (not measured) takes its column's default from
+    :data:`~experiments.cells.schema.EXTRA_COLUMNS`."""
+    out = dict(zip(_EXTRA_NAMES, _extra_values(extra), strict=True))
+    if out["link_false_positives"] is None:
+        out["link_false_positives"] = EXTRA_COLUMNS["link_false_positives"]
+    return out
+
+
+def notification_row(identity: Mapping[str, Any], *, run: int, publisher: str,
+                     receivers: int, metrics: Mapping[str, Any], state_entries: int,
+                     multicast_groups: int, control_writes: int,
+                     extra: ExtraMetrics) -> dict[str, Any]:
+    """One row with the :data:`~experiments.cells.schema.ROWS` columns, in order.
+
+    Parameters
+    ----------
+    identity : mapping
+        :func:`identity_columns` of the cell.
+    run, publisher : int, str
+        The notification's number in the cell and its publisher.
+    receivers : int
+        How many intended receivers it had.
+    metrics : mapping
+        At least the :data:`ENGINE_METRICS` keys (more are ignored).
+    state_entries, multicast_groups : int
+        Size of the installed state the notification ran on.
+    control_writes : int
+        P4Runtime writes behind that state since the previous row.
+    extra : ExtraMetrics
+        The strategy's metrics of the notification.
+    """
+    row = dict(identity)
+    row["run"] = run
+    row["publisher"] = publisher
+    row["receivers"] = receivers
+    row.update(zip(_BEFORE_STATE, _before_state_values(metrics), strict=True))
+    row["state_entries"] = state_entries
+    row["multicast_groups"] = multicast_groups
+    row["control_writes"] = control_writes
+    row["delay_worst_ms"] = metrics["delay_worst_ms"]
+    row.update(extra_columns(extra))
+    return row
+

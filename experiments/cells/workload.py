@@ -1,0 +1,96 @@
+"""A cell's workload: its population and the one iterator over its notifications.
+
+:func:`draw_notifications` is the only place that draws a cell's
+notifications. The static rows (:func:`experiments.cells.pipeline.cell_notifications`,
+reference engine and fast-path batch alike), the timed engine's
+per-notification mode (:mod:`experiments.cells.timed`) and the
+hardware-in-the-loop checks therefore see the same publishers, events and
+receivers.
+
+Draws: notification ``run`` takes ``child_rng(workload_seed,
+"notification", run)``; the publisher comes first (uniform over the
+population's publishers), then :meth:`Population.draw
+<sim.workloads.receivers.Population.draw>` of the population as it stands
+before the run (:meth:`~sim.workloads.receivers.Population.at`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from experiments.cells.spec import Cell
+from sim.dataplanes.packet import Notification
+from sim.dataplanes.seeds import child_rng
+from sim.workloads.receivers import Population, receiver_model
+from topologies.model import Topology
+
+
+@dataclass(frozen=True, slots=True)
+class CellWorkload:
+    """The population of one cell and the seed of its workload draws.
+
+    Attributes
+    ----------
+    population : Population
+        Drawn from ``child_rng(seed, "population")``.
+    seed : int
+        The cell's workload seed (:meth:`Cell.workload_seed_for`); also the
+        root of the strategy's installation draws (``Knowledge.seed``).
+    """
+
+    population: Population
+    seed: int
+
+
+def cell_workload(cell: Cell, topology: Topology) -> CellWorkload:
+    """The population of ``cell`` on ``topology`` and its workload seed."""
+    model = receiver_model(cell.receivers)
+    seed = cell.workload_seed_for(model)
+    return CellWorkload(model.population(topology, child_rng(seed, "population")), seed)
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnNotification:
+    """One notification of a cell as the workload draws it.
+
+    Attributes
+    ----------
+    notification : Notification
+        Its id is the run number; ``event`` is None unless the population
+        draws events.
+    receivers : frozenset of str
+        The intended receivers.
+    view : Population
+        The population as it stands before this run (``population.at(run)``;
+        the population itself unless its content changes during the cell).
+    stable : frozenset of str or None
+        The publisher's stable subscribers, when the population knows them.
+    """
+
+    notification: Notification
+    receivers: frozenset[str]
+    view: Population
+    stable: frozenset[str] | None
+
+    @property
+    def run(self) -> int:
+        return self.notification.notification_id
+
+    @property
+    def publisher(self) -> str:
+        return self.notification.publisher
+
+
+def draw_notifications(workload: CellWorkload, count: int) -> Iterator[DrawnNotification]:
+    """The first ``count`` notifications of ``workload``, in order (drawn lazily)."""
+    population, seed = workload.population, workload.seed
+    publishers = population.publishers
+    for run in range(count):
+        rng = child_rng(seed, "notification", run)
+        publisher = publishers[int(rng.integers(len(publishers)))]
+        view = population.at(run)
+        event, receivers = view.draw(publisher, run, rng)
+        yield DrawnNotification(Notification(notification_id=run, publisher=publisher,
+                                             event=event),
+                                receivers, view, population.stable(publisher, run))
