@@ -174,8 +174,25 @@ class Strategy:
     #: "receivers" (installed per receiver set, e.g. stored trees).
     scope: ClassVar[Literal["topology", "publisher", "receivers"]] = "receivers"
 
+    #: Where this strategy object's memos live (data-plane lookups, compiled
+    #: trees); see :meth:`use_caches`.
+    _caches: Caches | None = None
+
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
+
+    @property
+    def caches(self) -> Caches:
+        """This strategy's :class:`~sim.dataplanes.caches.Caches` (fresh until
+        :meth:`use_caches` hands it the runner's)."""
+        if self._caches is None:
+            self._caches = Caches()
+        return self._caches
+
+    def use_caches(self, caches: Caches) -> None:
+        """Keep this strategy's memos in ``caches`` from now on (runners share
+        one object across the cells of a partition)."""
+        self._caches = caches
 
     def model(self) -> DataPlane:
         """The data-plane model this strategy's packets run on.

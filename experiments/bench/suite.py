@@ -321,10 +321,10 @@ def bench_ch6(fraction: float = 1.0, master: str = "local[2]", ref_cells: int = 
             start_s = time.perf_counter() - w0
             t0 = time.perf_counter()  # Python workers started, project imported: once per run
             run_spark(SubsetSpec(subset.spec, 0), Path(tmp) / "warm", spark=spark,
-                      progress=False)  # type: ignore[arg-type]
+                      progress=False)
             warm_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            run_spark(subset, Path(tmp) / "out", spark=spark, progress=progress)  # type: ignore[arg-type]
+            run_spark(subset, Path(tmp) / "out", spark=spark, progress=progress)
             run_s = time.perf_counter() - t0
     run_cell(cells[-1])  # warm this process too
     sample = cells[::max(1, len(cells) // max(1, ref_cells))][:ref_cells]  # spread over the grid

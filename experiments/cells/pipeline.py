@@ -21,6 +21,7 @@ from experiments.cells.rows import identity_columns, notification_row
 from experiments.cells.schema import ROWS
 from experiments.cells.spec import Cell
 from experiments.cells.workload import cell_workload, draw_notifications
+from sim.dataplanes.caches import Caches, or_fresh
 from sim.dataplanes.control_state import ControlState, diff
 from sim.dataplanes.delivery import DelayModel, row_metrics
 from sim.dataplanes.link_waste import wasted_link_frames
@@ -86,16 +87,17 @@ def cell_setup(cell: Cell) -> tuple[Any, Strategy, DelayModel]:
         delays
 
 
-def cell_notifications(cell: Cell, topology: Any, strategy: Strategy
-                       ) -> Iterator[CellNotification]:
+def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
+                       caches: Caches | None = None) -> Iterator[CellNotification]:
     """The notifications of ``cell`` in order, each with its installed state.
 
     Shared by the static rows below and the hardware-in-the-loop validation
     (``stackcast hil validate``), so both see the same workload and state.
     """
-    workload = cell_workload(cell, topology)
+    caches = or_fresh(caches)
+    workload = cell_workload(cell, topology, caches)
     population = workload.population
-    base = Knowledge(population=population, seed=workload.seed)
+    base = Knowledge(population=population, seed=workload.seed, caches=caches)
     cache: dict[Any, tuple[Any, ControlState]] = {}
     previous: ControlState | None = None
     for drawn in draw_notifications(workload, cell.notifications):
@@ -109,17 +111,22 @@ def cell_notifications(cell: Cell, topology: Any, strategy: Strategy
                                payload_for(note, cell.payload_bytes))
 
 
-def cell_rows(cell: Cell, static_path: str | None = None) -> list[dict[str, Any]]:
+def cell_rows(cell: Cell, static_path: str | None = None, caches: Caches | None = None
+              ) -> list[dict[str, Any]]:
     """The rows of ``cell`` as plain dicts (column order of :data:`ROWS`).
 
-    ``static_path`` picks the engine (:func:`sim.engines.fast_static.choose_static_path`):
+    ``static_path`` picks the engine (:func:`sim.engines.static.choose_static_path`):
     "auto" (default; the ``STACKCAST_STATIC_PATH`` environment variable
     overrides it), "fast" or "reference". Rows are identical either way.
+    ``caches``: the runner's :class:`~sim.dataplanes.caches.Caches` (shared by
+    the cells it runs; default: a fresh one). Rows never depend on it.
     """
     topology, strategy, delays = cell_setup(cell)
+    caches = or_fresh(caches)
+    strategy.use_caches(caches)
     fast = choose_static_path(topology, strategy, delays,
                               static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"))
-    items: Any = cell_notifications(cell, topology, strategy)
+    items: Any = cell_notifications(cell, topology, strategy, caches)
     fast_metrics: list[Any] = []
     if fast is not None:  # one closed-form batch; declined notifications run on the reference
         items = list(items)
@@ -152,12 +159,13 @@ def cell_rows(cell: Cell, static_path: str | None = None) -> list[dict[str, Any]
     return rows
 
 
-def run_cell(cell: Cell, static_path: str | None = None) -> pa.Table:
+def run_cell(cell: Cell, static_path: str | None = None, caches: Caches | None = None
+             ) -> pa.Table:
     """The rows of ``cell`` as an Arrow table: :data:`ROWS` for static cells,
     :data:`~experiments.cells.schema.TIMED_ROWS` for timed ones (engine = "timed");
-    ``static_path`` as in :func:`cell_rows`."""
+    ``static_path`` and ``caches`` as in :func:`cell_rows`."""
     if cell.engine == "timed":
         from experiments.cells.timed import run_timed_cell
 
-        return run_timed_cell(cell)
-    return pa.Table.from_pylist(cell_rows(cell, static_path), schema=ROWS)
+        return run_timed_cell(cell, caches)
+    return pa.Table.from_pylist(cell_rows(cell, static_path, caches), schema=ROWS)

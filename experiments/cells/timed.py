@@ -41,6 +41,7 @@ from experiments.cells.rows import identity_columns, notification_row
 from experiments.cells.schema import TIMED_ROWS
 from experiments.cells.spec import Cell
 from experiments.cells.workload import cell_workload, draw_notifications
+from sim.dataplanes.caches import Caches, or_fresh
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.packet import Notification
@@ -78,21 +79,24 @@ def _publishers(population: Population, topology: Topology, count: int, seed: in
     return sorted(pubs, key=topology.host_id)
 
 
-def simulate_cell(cell: Cell, trace: bool = False
+def simulate_cell(cell: Cell, trace: bool = False, caches: Caches | None = None
                   ) -> tuple[TimedEngine, TimedResult, Controller | None]:
     """Build and run the cell's network; returns the engine, its result and controller
-    (``trace``: record the exact event trace)."""
+    (``trace``: record the exact event trace; ``caches``: the runner's
+    :class:`~sim.dataplanes.caches.Caches`, default a fresh one)."""
     settings = cell_settings(cell)
     wl = settings.workload
     links = make_params(LinkDefaults, dict(cell.links), "links")
     topology = load_topology(cell.topology, links)
     strategy = make_strategy(cell.strategy, dict(cell.params))
-    workload = cell_workload(cell, topology)
+    caches = or_fresh(caches)
+    strategy.use_caches(caches)
+    workload = cell_workload(cell, topology, caches)
     population, seed = workload.population, workload.seed
     # Content populations (draws_events): events decide the receivers; the state
     # is installed from the subscriptions as they stand at the start.
     view = population.at(0)
-    base = Knowledge(population=view, seed=seed)
+    base = Knowledge(population=view, seed=seed, caches=caches)
     controller = None
     if wl.receivers == "per-notification":
         items = []
@@ -137,16 +141,16 @@ def _nan_to(v: float, default: float = math.nan) -> float:
     return default if v is None or math.isnan(v) else v
 
 
-def run_timed_cell(cell: Cell) -> pa.Table:
+def run_timed_cell(cell: Cell, caches: Caches | None = None) -> pa.Table:
     """The rows of a timed cell as an Arrow table with the :data:`TIMED_ROWS` schema."""
-    return pa.Table.from_pylist(timed_cell_rows(cell), schema=TIMED_ROWS)
+    return pa.Table.from_pylist(timed_cell_rows(cell, caches), schema=TIMED_ROWS)
 
 
-def timed_cell_rows(cell: Cell) -> list[dict[str, Any]]:
+def timed_cell_rows(cell: Cell, caches: Caches | None = None) -> list[dict[str, Any]]:
     """The rows of a timed cell as plain dicts (column order of :data:`TIMED_ROWS`):
     :func:`experiments.cells.rows.notification_row` per notification, then
     :func:`_timed_columns` and the run-level columns (:func:`_run_level`)."""
-    engine, result, ctl = simulate_cell(cell)
+    engine, result, ctl = simulate_cell(cell, caches=caches)
     delays = make_params(DelayModel, dict(cell.delays), "delays")
     notes = [result.notes[k] for k in sorted(result.notes)]
     run_level = _run_level(engine, result, ctl, notes)

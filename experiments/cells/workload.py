@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from experiments.cells.spec import Cell
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.seeds import child_rng
 from sim.workloads.receivers import Population, receiver_model
@@ -43,11 +44,16 @@ class CellWorkload:
     seed: int
 
 
-def cell_workload(cell: Cell, topology: Topology) -> CellWorkload:
-    """The population of ``cell`` on ``topology`` and its workload seed."""
+def cell_workload(cell: Cell, topology: Topology, caches: Caches | None = None) -> CellWorkload:
+    """The population of ``cell`` on ``topology`` and its workload seed.
+
+    ``caches``: where populations that share draws across cells keep them
+    (the clustered plans of nested churn levels); default: a fresh object.
+    """
     model = receiver_model(cell.receivers)
     seed = cell.workload_seed_for(model)
-    return CellWorkload(model.population(topology, child_rng(seed, "population")), seed)
+    return CellWorkload(model.population(topology, child_rng(seed, "population"), caches=caches),
+                        seed)
 
 
 @dataclass(frozen=True, slots=True)

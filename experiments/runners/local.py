@@ -10,6 +10,7 @@ from tqdm import tqdm
 from experiments.cells.pipeline import run_cell
 from experiments.cells.spec import ExperimentSpec
 from experiments.storage.results import Provenance, is_done, migrate_layout, write_cell
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.seeds import canonical_json
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ def run_local(spec: ExperimentSpec, out: str | Path, resume: bool = False,
     todo = [c for c in cells if not (resume and is_done(out, c))]
     prov = Provenance.of(canonical_json(spec.canonical()))
     log.info("%s: %d cells, %d to run", spec.name, len(cells), len(todo))
+    caches = Caches()  # shared by the cells of this run (nested churn levels reuse draws)
     for cell in tqdm(todo, desc=spec.name, unit="cell", disable=not progress):
-        write_cell(out, cell, run_cell(cell), prov)
+        write_cell(out, cell, run_cell(cell, caches=caches), prov)
     return {"cells": len(cells), "ran": len(todo), "skipped": len(cells) - len(todo)}

@@ -68,13 +68,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from experiments.cells.pipeline import run_cell
 from experiments.cells.schema import ROWS, TIMED_ROWS, metric_columns, point_columns
-from experiments.cells.spec import Cell, ExperimentSpec
+from experiments.cells.spec import Cell
 from experiments.runners.spark_session import DEFAULT_MASTER, require_spark, spark_session
 from experiments.storage.results import (
     Provenance,
@@ -86,6 +86,7 @@ from experiments.storage.results import (
     results_data,
     write_cell,
 )
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.seeds import canonical_json
 from sim.workloads.receivers import step_model_names
 
@@ -203,15 +204,16 @@ def run_partition(groups: Iterable[list[Cell]], out: str, prov: Provenance,
 
     ``around`` wraps each cell's run and write (see "Wrapping cells").
     """
+    caches = Caches()  # shared by the cells of this partition (churn groups stay together)
     for group in groups:
         for cell in group:
-            task = partial(run_and_write, cell, out, prov)
+            task = partial(run_and_write, cell, out, prov, caches)
             yield cell.cell_id, task() if around is None else around(cell, task)
 
 
-def run_and_write(cell: Cell, out: str, prov: Provenance) -> int:
+def run_and_write(cell: Cell, out: str, prov: Provenance, caches: Caches | None = None) -> int:
     """Run ``cell`` and write its file under ``out``; returns its row count."""
-    table = run_cell(cell)
+    table = run_cell(cell, caches=caches)
     write_cell(out, cell, table, prov)
     return table.num_rows
 
@@ -290,7 +292,19 @@ def _local_path(out: str | Path) -> Path:
     return Path(text).expanduser().resolve()
 
 
-def run_spark(spec: ExperimentSpec, out: str | Path, resume: bool = False,
+class CellSource(Protocol):
+    """What :func:`run_spark` reads of a spec: its name, cells and canonical form
+    (an :class:`~experiments.cells.spec.ExperimentSpec`, or a subset of one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def cells(self) -> list[Cell]: ...
+
+    def canonical(self) -> dict[str, Any]: ...
+
+
+def run_spark(spec: CellSource, out: str | Path, resume: bool = False,
               master: str | None = DEFAULT_MASTER, progress: bool = True, *,
               spark: Any = None, around: CellWrapper | None = None) -> dict[str, int]:
     """Run every cell of ``spec`` on Spark into ``out``.

@@ -190,7 +190,7 @@ class CamusBdd(ContentStrategy):
     def model(self) -> CamusDataPlane:
         names = tuple(n for n, _ in self.fields)
         return CamusDataPlane(names, names, self.layout, switch_fields={
-            sw: o for sw, o in self.orders.items() if o != names})
+            sw: o for sw, o in self.orders.items() if o != names}, caches=self.caches)
 
     def rules_for(self, topology: Topology, view: Any, sw: str, layer: SwitchLayer
                   ) -> list[tuple[Conj, frozenset[int]]]:

@@ -124,7 +124,7 @@ class KundelBase(ContentStrategy):
         self._made: dict[str, dict[Any, TableEntry]] = {}
 
     def model(self) -> KundelDataPlane:
-        return KundelDataPlane(self.fmt, self.nslots)
+        return KundelDataPlane(self.fmt, self.nslots, caches=self.caches)
 
     def build(self, topology: Topology, view: Any, previous: ControlState | None
               ) -> ControlState:

@@ -418,7 +418,7 @@ class RangeBoxes(ContentStrategy):
         self._made: dict[str, dict[Any, TableEntry]] = {}
 
     def model(self) -> RangeFilterDataPlane:
-        return RangeFilterDataPlane(self.layout or PubsubLayout(1, 16))
+        return RangeFilterDataPlane(self.layout or PubsubLayout(1, 16), caches=self.caches)
 
     def build(self, topology: Topology, view: Any, previous: ControlState | None
               ) -> ControlState:

@@ -25,27 +25,15 @@ from strategies.virtual_tree.labels import label_format
 
 
 class VirtualTreeModel:
-    """Mixin of the VT strategies: ``model()`` and the strategy's :class:`Caches`.
+    """Mixin of the VT strategies: ``model()`` on the strategy's :class:`Caches`.
 
-    ``caches`` holds the data plane's lookup memos and the encoder's compiled
-    trees for this strategy object (one per cell in the runners). It is a
-    fresh :class:`Caches` until :meth:`use_caches` hands it the cell's (or
-    the runner partition's) object.
+    ``Strategy.caches`` holds the data plane's lookup memos and the encoder's
+    compiled trees (one object per runner partition, see
+    :meth:`strategies.base.Strategy.use_caches`).
     """
 
     params: Any
-    _caches: Caches | None = None
-
-    @property
-    def caches(self) -> Caches:
-        """Where this strategy's memos live (created on first use)."""
-        if self._caches is None:
-            self._caches = Caches()
-        return self._caches
-
-    def use_caches(self, caches: Caches) -> None:
-        """Keep this strategy's memos in ``caches`` from now on."""
-        self._caches = caches
+    caches: Caches
 
     def model(self, caches: Caches | None = None) -> MemoVirtualTreeDataPlane:
         """The memoised VT data plane for this strategy's label widths.

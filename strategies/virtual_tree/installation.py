@@ -502,16 +502,14 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
 
     # -- control plane --
     def _install_key(self, topology: Topology, knowledge: Knowledge) -> tuple[Any, ...] | None:
-        """The key of ``caches.vt_installs`` for this install, or None when not cacheable."""
+        """The key of ``caches.vt_installs`` for this install, or None when not cacheable.
+
+        Parameters are frozen dataclasses of scalars and tuples, hence usable in a key.
+        """
         if not self.cache_installs or knowledge.receiver_sets or knowledge.stable:
             return None
-        try:
-            hash(self.params)
-        except TypeError:
-            return None
         pop = knowledge.population
-        view_of = getattr(pop, "controller_view", None)
-        view = view_of() if callable(view_of) else pop
+        view = pop.controller_view() if pop is not None else None
         return (type(self), self.params, knowledge.seed, Identity(topology), Identity(view))
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:

@@ -11,8 +11,6 @@ fresh one must share nothing.
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 from experiments.cells.spec import Cell
@@ -120,13 +118,11 @@ def test_knowledge_gets_a_fresh_caches_by_default():
 
 
 def test_pipeline_rows_with_shared_caches_equal_cold_rows():
-    """The cell pipeline, once it takes the runner's ``caches``: warm rows = cold rows."""
+    """The cell pipeline with the runner's shared ``caches``: warm rows = cold rows."""
     from experiments.cells.pipeline import cell_rows
 
-    if "caches" not in inspect.signature(cell_rows).parameters:
-        pytest.skip("cell_rows does not take caches yet (the runner wiring)")
     todo = cells("vt-clusters")[:3]
     shared = Caches()
-    warm = [cell_rows(c, caches=shared) for c in todo]  # type: ignore[call-arg]
-    assert warm == [cell_rows(c, caches=Caches()) for c in todo]  # type: ignore[call-arg]
+    warm = [cell_rows(c, caches=shared) for c in todo]
+    assert warm == [cell_rows(c, caches=Caches()) for c in todo]
     assert shared.vt_installs.hits == 2
