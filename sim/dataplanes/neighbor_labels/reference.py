@@ -65,7 +65,7 @@ from sim.dataplanes.control_state import Exact, StateBuilder, SwitchConfig, Tabl
 from sim.dataplanes.neighbor_labels.codec import KIND_DEST, KIND_NODE, dest_label, node_label
 from sim.dataplanes.packet import Packet
 from sim.dataplanes.pipeline import DATAPLANES, Emit, PipelineResult
-from sim.dataplanes.virtual_tree.codec import LabelFormat, StackDecodeError
+from sim.dataplanes.virtual_tree.codec import LabelFormat
 from topologies.model import Topology
 
 CHECK_NEIGHBOR = "MyIngress.check_neighbor"
@@ -120,14 +120,10 @@ class NeighborLabelsDataPlane:
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
         fmt = self.fmt
-        if packet.ethertype != fmt.ethertype:
+        parsed = fmt.parse(packet)
+        if parsed is None:
             return _reject()
-        try:
-            labels, payload = fmt.split_body(packet.header, packet.payload)
-        except StackDecodeError:
-            return _reject()
-        if not labels:
-            return _reject()
+        labels, payload = parsed
         kind = fmt.kind(labels[0])
         if kind == KIND_NODE:
             return self._hops(switch, config, packet, labels, payload, in_port)

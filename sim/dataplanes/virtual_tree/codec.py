@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sim.dataplanes.packet import Packet
 from topologies.registry import SpecError, check
 
 ETHERTYPE_STACK = 0x9999
@@ -206,6 +207,18 @@ class LabelFormat:
             return lay.labels(count).unpack_from(body, sb), end
         labels = tuple(int.from_bytes(body[i:i + width], "big") for i in range(sb, end, width))
         return labels, end
+
+    def parse(self, packet: Packet) -> tuple[tuple[int, ...], bytes] | None:
+        """What the parser of the label programs extracts: the labels and payload of
+        ``packet``, or None when it is no non-empty stack of this format (wrong
+        EtherType, a stack that does not decode, or no label): the frame is dropped."""
+        if packet.ethertype != self.ethertype:
+            return None
+        try:
+            labels, payload = self.split_body(packet.header, packet.payload)
+        except StackDecodeError:
+            return None
+        return (labels, payload) if labels else None
 
     def split_body(self, header: bytes, payload: bytes) -> tuple[tuple[int, ...], bytes]:
         """Labels and payload of a frame whose body is ``header + payload``."""

@@ -35,7 +35,7 @@ from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import Exact, SwitchConfig, TableEntry
 from sim.dataplanes.packet import Packet
 from sim.dataplanes.pipeline import Emit, PipelineResult
-from sim.dataplanes.virtual_tree.codec import LabelFormat, StackDecodeError
+from sim.dataplanes.virtual_tree.codec import LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
     CHECK_HOP,
     CHECK_STOP,
@@ -77,14 +77,10 @@ class MemoVirtualTreeDataPlane(VirtualTreeDataPlane):
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
         fmt = self.fmt
-        if packet.ethertype != fmt.ethertype:
+        parsed = fmt.parse(packet)
+        if parsed is None:
             return reject()
-        try:
-            labels, payload = fmt.split_body(packet.header, packet.payload)
-        except StackDecodeError:
-            return reject()
-        if not labels:
-            return reject()
+        labels, payload = parsed
         memo = self._memo(config)
         hops, trees, stops, extract = memo.hop, memo.tree, memo.stop, memo.extract
         stack = list(labels)

@@ -100,7 +100,6 @@ from sim.dataplanes.virtual_tree.codec import (
     KIND_STOP,
     KIND_TREE,
     LabelFormat,
-    StackDecodeError,
 )
 from topologies.model import Topology
 
@@ -225,14 +224,10 @@ class VirtualTreeDataPlane:
     def process(self, switch: str, config: SwitchConfig, packet: Packet,
                 in_port: int) -> PipelineResult:
         fmt = self.fmt
-        if packet.ethertype != fmt.ethertype:
+        parsed = fmt.parse(packet)
+        if parsed is None:
             return reject()
-        try:
-            labels, payload = fmt.split_body(packet.header, packet.payload)
-        except StackDecodeError:
-            return reject()
-        if not labels:
-            return reject()
+        labels, payload = parsed
         stack = list(labels)
         index = remaining = served = 0
         passes = lookups = drops = 0
