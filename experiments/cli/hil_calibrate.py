@@ -13,7 +13,7 @@ import json
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from experiments.cli.errors import CliError
-    from experiments.cli.hil import on_bmv2, quiet_s, show_progress
+    from experiments.cli.hil_options import on_bmv2, quiet_s, show_progress
     from hil.calibrate import calibrate
 
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
@@ -31,7 +31,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def add_calibrate_parser(hsub: argparse._SubParsersAction) -> None:
-    from experiments.cli.hil import add_run_options
+    from experiments.cli.hil_options import add_run_options
     from hil.calibrate import STRATEGIES, TOPOLOGY
 
     cal = hsub.add_parser(

@@ -14,7 +14,7 @@ EXIT_MISMATCH = 1
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from experiments.cli.hil import on_bmv2, quiet_s, show_progress
+    from experiments.cli.hil_options import on_bmv2, quiet_s, show_progress
     from hil.replay import replay, summary_json
 
     quiet = quiet_s(args)
@@ -33,7 +33,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def add_replay_parser(hsub: argparse._SubParsersAction) -> None:
-    from experiments.cli.hil import add_run_options
+    from experiments.cli.hil_options import add_run_options
 
     rep = hsub.add_parser(
         "replay", help="replay a trace written by `stackcast run SPEC --trace FILE` on BMv2 "

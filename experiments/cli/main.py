@@ -86,6 +86,39 @@ def cmd_topology_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_topology_table61(args: argparse.Namespace) -> int:
+    """Seed 000 Table 6.1 beside the Zoo files (needs STACKCAST_ZOO_DIR)."""
+    from topologies.zoo import ZOO_DIR_ENV
+    from topologies.zoo_table import compare
+
+    if not os.environ.get(ZOO_DIR_ENV, "").strip():
+        raise CliError(f"topology table61 needs the raw Topology Zoo GML files: set "
+                       f"{ZOO_DIR_ENV} (e.g. shared/data/topology-zoo)")
+    rows = compare()
+    if args.json:
+        print(json.dumps([c.to_json() for c in rows], indent=2))
+        return 0
+
+    def cols(r: object) -> str:
+        if r is None:
+            return f"{'-':>22}"
+        v, e, k, s2, d = r.key()  # type: ignore[attr-defined]
+        return f"{v:>3} {e:>3} {k:>5.2f} {s2:>5.2f} {d:>2}"
+
+    print("Seed 000 Table 6.1 (|V| |E| <k> sigma_k^2 d; <k>, sigma_k^2 over degrees "
+          "zero-padded to 88)")
+    print(f"{'network':<17} {'thesis':<22} | {'ours (default)':<22} | "
+          f"{'ours (table61)':<22} | verdict")
+    for c in rows:
+        print(f"{c.thesis.name:<17} {cols(c.thesis)} | {cols(c.ours)} | {cols(c.option)} | "
+              f"{c.verdict.split(' (')[0].split(':')[0]}")
+    same = sum(c.verdict == "matches" for c in rows)
+    fitted = sum(c.verdict.startswith("matches with") for c in rows)
+    print(f"{same} of {len(rows)} match by default, {fitted} more with preprocess=table61; "
+          f"--json for the reasons")
+    return 0
+
+
 def cmd_deliver(args: argparse.Namespace) -> int:
     from sim.dataplanes.packet import Notification, payload_for
     from sim.engines.static import run_notification
@@ -356,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--force", action="store_true",
                       help=f"build topologies beyond the size limits ({_LIMITS})")
     show.set_defaults(func=cmd_topology_show)
+    t61 = tsub.add_parser("table61", help="seed 000 Table 6.1 (28 Zoo networks) beside "
+                                          "ours, with verdicts (needs STACKCAST_ZOO_DIR)")
+    t61.add_argument("--json", action="store_true", help="machine-readable output")
+    t61.set_defaults(func=cmd_topology_table61)
 
     dl = sub.add_parser("deliver", help="send one notification and report what happened")
     dl.add_argument("--topology", required=True, help="topology spec string")
