@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from experiments.cells.schema import POINT_COLUMNS
 from experiments.reports.columns import axis_label, fmt, header, y_scale
-from experiments.reports.report import group_rows, receiver_params
+from experiments.reports.grouping import group_rows, receiver_params
 from experiments.storage.results import read_results
 
 SUMS = ["frames", "bytes", "link_false_positives", "network_false_positives",

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from experiments.cells.schema import POINT_COLUMNS, metric_columns, point_columns
 from experiments.reports.columns import fmt, header, receiver_axis_label
+from experiments.reports.grouping import group_rows, receiver_params
 from experiments.reports.plots import Series, coincide_note, plot_title, save_line_plot
 from sim.workloads.receivers import StepAxis, receiver_model, step_model_names, step_x
 
@@ -39,15 +40,6 @@ PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "stat
 TIMED_HEADLINE = ["latency_last_ms", "cell_deliveries_per_s", "cell_delivery_ratio",
                   "dropped_frames", "stale_false_negatives", "cell_writes_per_change",
                   "cell_convergence_mean_ms"]
-
-
-def group_rows(cols: dict[str, list[Any]], keys: Sequence[str]
-               ) -> dict[tuple[Any, ...], list[int]]:
-    """Row indexes by their values of ``keys`` (one group per parameter point)."""
-    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(*(cols[c] for c in keys), strict=True)):
-        groups[key].append(i)
-    return groups
 
 
 def has_steps(receivers_model: str) -> bool:
@@ -102,11 +94,6 @@ def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
             rec[f"{m}_ci95"] = 1.96 * std / math.sqrt(len(v))
         out.append(rec)
     return out
-
-
-def receiver_params(spec: str) -> dict[str, str]:
-    _, _, rest = spec.partition(":")
-    return dict(item.partition("=")[::2] for item in rest.split(",") if "=" in item)
 
 
 def _x_axis(specs: Iterable[str]) -> tuple[str | None, dict[str, float], dict[str, str]]:
