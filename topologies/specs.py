@@ -91,10 +91,28 @@ def load_topology(spec: str, defaults: LinkDefaults = DEFAULT_LINKS) -> Topology
     return _load(spec.strip(), defaults)
 
 
+def _split_positional(spec: str) -> tuple[str, str | None]:
+    """``"zoo:Dfn,preprocess=table61"`` -> ``("zoo:preprocess=table61", "Dfn")``.
+
+    A first item without ``=`` followed by ``key=value`` items is the
+    positional first parameter (``zoo:NAME,...``); other specs are unchanged.
+    """
+    kind, sep, rest = spec.partition(":")
+    head, comma, tail = rest.partition(",")
+    if sep and comma and head.strip() and "=" not in head and "=" in tail:
+        return f"{kind}:{tail}", head.strip()
+    return spec, None
+
+
 def _parse(spec: str) -> tuple[Generator, Any]:
-    kind, raw = parse_spec(spec)
+    rest, positional = _split_positional(spec)
+    kind, raw = parse_spec(rest)
+    if positional is not None:
+        raw[""] = positional
     gen = TOPOLOGIES.get(kind)
     first = dataclasses.fields(gen.params)[0]
+    if "" in raw and first.name in raw:
+        raise SpecError(f"topology {spec!r}: {first.name} given twice")
     if "" in raw:  # positional argument (zoo:NAME, file:PATH) -> the first field
         raw[first.name] = raw.pop("")
     elif (not raw and first.default is dataclasses.MISSING

@@ -20,14 +20,21 @@ import pyarrow as pa
 from experiments.cells.rows import identity_columns, notification_row
 from experiments.cells.schema import ROWS
 from experiments.cells.spec import Cell
-from experiments.cells.workload import cell_workload, draw_notifications
+from experiments.cells.workload import CellWorkload, cell_workload, draw_notifications
 from sim.dataplanes.caches import Caches, or_fresh
-from sim.dataplanes.control_state import ControlState, diff
+from sim.dataplanes.control_state import ControlState, count_writes
 from sim.dataplanes.delivery import DelayModel, row_metrics
 from sim.dataplanes.link_waste import wasted_link_frames
 from sim.dataplanes.packet import Notification, payload_for
+from sim.engines.gc_thresholds import rare_gc
 from sim.engines.static import choose_static_path, run_notification
-from strategies.base import ExtraMetrics, Knowledge, Strategy, make_strategy
+from strategies.base import (
+    HEADER_LABEL_FIELDS,
+    ExtraMetrics,
+    Knowledge,
+    Strategy,
+    make_strategy,
+)
 from topologies.model import LinkDefaults
 from topologies.registry import make_params
 from topologies.specs import load_topology
@@ -88,24 +95,30 @@ def cell_setup(cell: Cell) -> tuple[Any, Strategy, DelayModel]:
 
 
 def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
-                       caches: Caches | None = None) -> Iterator[CellNotification]:
+                       caches: Caches | None = None, *, workload: CellWorkload | None = None,
+                       publisher: str | None = None) -> Iterator[CellNotification]:
     """The notifications of ``cell`` in order, each with its installed state.
 
-    Shared by the static rows below and the hardware-in-the-loop validation
-    (``stackcast hil validate``), so both see the same workload and state.
+    Shared by the static rows below, the hardware-in-the-loop validation
+    (``stackcast hil validate``) and ``stackcast deliver --workload``
+    (:mod:`experiments.cells.deliver`), so all see the same workload and state.
+    ``workload``: the cell's workload when the caller already drew it
+    (:func:`~experiments.cells.workload.cell_workload`); ``publisher``: only
+    notifications of this publisher (:func:`~experiments.cells.workload.draw_notifications`).
     """
     caches = or_fresh(caches)
-    workload = cell_workload(cell, topology, caches)
+    if workload is None:
+        workload = cell_workload(cell, topology, caches)
     population = workload.population
     base = Knowledge(population=population, seed=workload.seed, caches=caches)
     cache: dict[Any, tuple[Any, ControlState]] = {}
     previous: ControlState | None = None
-    for drawn in draw_notifications(workload, cell.notifications):
+    for drawn in draw_notifications(workload, cell.notifications, publisher):
         note, receivers = drawn.notification, drawn.receivers
         knowledge = base if drawn.view is population else replace(base, population=drawn.view)
         state = _state_for(strategy, topology, note.publisher, receivers, drawn.stable, cache,
                            knowledge)
-        writes = 0 if previous is None or previous is state else len(diff(previous, state))
+        writes = 0 if previous is None or previous is state else count_writes(previous, state)
         previous = state
         yield CellNotification(drawn.run, note, receivers, state, writes,
                                payload_for(note, cell.payload_bytes))
@@ -120,7 +133,15 @@ def cell_rows(cell: Cell, static_path: str | None = None, caches: Caches | None 
     overrides it), "fast" or "reference". Rows are identical either way.
     ``caches``: the runner's :class:`~sim.dataplanes.caches.Caches` (shared by
     the cells it runs; default: a fresh one). Rows never depend on it.
+    The cyclic garbage collector runs rarely meanwhile
+    (:func:`~sim.engines.gc_thresholds.rare_gc`).
     """
+    with rare_gc():
+        return _cell_rows(cell, static_path, caches)
+
+
+def _cell_rows(cell: Cell, static_path: str | None, caches: Caches | None
+               ) -> list[dict[str, Any]]:
     topology, strategy, delays = cell_setup(cell)
     caches = or_fresh(caches)
     strategy.use_caches(caches)
@@ -134,7 +155,9 @@ def cell_rows(cell: Cell, static_path: str | None = None, caches: Caches | None 
                                     [i.receivers for i in items], cell.payload_bytes)
     rows = []
     identity = identity_columns(cell)
-    fast_extra: dict[int, ExtraMetrics] = {}  # link waste -> its record (fast rows share them)
+    # (link waste, label counts) -> its record (fast rows share them); a fast path may add
+    # the header's label counts to its metrics (HEADER_LABEL_FIELDS, default 0)
+    fast_extra: dict[tuple[int, ...], ExtraMetrics] = {}
     counted: tuple[Any, int, int] = (None, 0, 0)  # the last state and its sizes
     for k, item in enumerate(items):
         note, receivers, state = item.notification, item.receivers, item.state
@@ -143,8 +166,9 @@ def cell_rows(cell: Cell, static_path: str | None = None, caches: Caches | None 
         metrics = fast_metrics[k] if fast_metrics else None
         if metrics is not None:
             waste = metrics["link_false_positives"]
-            extra = fast_extra.get(waste) or fast_extra.setdefault(
-                waste, ExtraMetrics(link_false_positives=waste))
+            key = (waste, *(metrics.get(f, 0) for f in HEADER_LABEL_FIELDS))
+            extra = fast_extra.get(key) or fast_extra.setdefault(key, ExtraMetrics(
+                link_false_positives=waste, **dict(zip(HEADER_LABEL_FIELDS, key[1:], strict=True))))
         else:
             d = run_notification(topology, strategy, state, note, receivers, item.payload, delays)
             metrics = row_metrics(d, link_waste=False)

@@ -3,9 +3,10 @@
 :func:`draw_notifications` is the only place that draws a cell's
 notifications. The static rows (:func:`experiments.cells.pipeline.cell_notifications`,
 reference engine and fast-path batch alike), the timed engine's
-per-notification mode (:mod:`experiments.cells.timed`) and the
-hardware-in-the-loop checks therefore see the same publishers, events and
-receivers.
+per-notification mode (:mod:`experiments.cells.timed`), the
+hardware-in-the-loop checks and ``stackcast deliver --workload``
+(:mod:`experiments.cells.deliver`) therefore see the same publishers, events
+and receivers.
 
 Draws: notification ``run`` takes ``child_rng(workload_seed,
 "notification", run)``; the publisher comes first (uniform over the
@@ -88,15 +89,22 @@ class DrawnNotification:
         return self.notification.publisher
 
 
-def draw_notifications(workload: CellWorkload, count: int) -> Iterator[DrawnNotification]:
-    """The first ``count`` notifications of ``workload``, in order (drawn lazily)."""
+def draw_notifications(workload: CellWorkload, count: int, publisher: str | None = None
+                       ) -> Iterator[DrawnNotification]:
+    """The first ``count`` notifications of ``workload``, in order (drawn lazily).
+
+    ``publisher``: every notification comes from this publisher of the
+    population instead of a drawn one (``stackcast deliver --publisher``); the
+    publisher is still drawn and discarded, so the rest of each run's stream
+    is unchanged. Default None: the cells' draws.
+    """
     population, seed = workload.population, workload.seed
     publishers = population.publishers
     for run in range(count):
         rng = child_rng(seed, "notification", run)
-        publisher = publishers[int(rng.integers(len(publishers)))]
+        drawn = publishers[int(rng.integers(len(publishers)))]
+        sender = drawn if publisher is None else publisher
         view = population.at(run)
-        event, receivers = view.draw(publisher, run, rng)
-        yield DrawnNotification(Notification(notification_id=run, publisher=publisher,
-                                             event=event),
-                                receivers, view, population.stable(publisher, run))
+        event, receivers = view.draw(sender, run, rng)
+        yield DrawnNotification(Notification(notification_id=run, publisher=sender, event=event),
+                                receivers, view, population.stable(sender, run))

@@ -111,9 +111,9 @@ def cmd_topology_table61(args: argparse.Namespace) -> int:
           f"{'ours (table61)':<22} | verdict")
     for c in rows:
         print(f"{c.thesis.name:<17} {cols(c.thesis)} | {cols(c.ours)} | {cols(c.option)} | "
-              f"{c.verdict.split(' (')[0].split(':')[0]}")
-    same = sum(c.verdict == "matches" for c in rows)
-    fitted = sum(c.verdict.startswith("matches with") for c in rows)
+              f"{c.status}")
+    same = sum(c.status == "matches" for c in rows)
+    fitted = sum(c.status.startswith("matches with") for c in rows)
     print(f"{same} of {len(rows)} match by default, {fitted} more with preprocess=table61; "
           f"--json for the reasons")
     return 0
@@ -125,6 +125,19 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     from strategies.base import Knowledge, make_strategy
     from topologies.specs import check_topology_size, load_topology
 
+    if args.receivers is not None and args.workload is not None:
+        raise CliError("give either --receivers or --workload, not both")
+    if args.workload is not None:
+        return _deliver_workload(args)
+    if args.receivers is None:
+        raise CliError("give --receivers HOSTS (with --publisher) or --workload MODEL "
+                       "(stackcast list receiver-models)")
+    if args.publisher is None:
+        raise CliError("--receivers needs --publisher (the publishing host, e.g. h1)")
+    for option, value in (("--seed", args.seed), ("--notifications", args.notifications)):
+        if value is not None:
+            raise CliError(f"{option} draws from a workload: give --workload MODEL, "
+                           f"not --receivers")
     names = [h.strip() for h in args.receivers.split(",")]
     if not any(names):
         raise CliError("--receivers names no host (give e.g. --receivers h2,h3)")
@@ -148,7 +161,12 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     if args.payload_bytes < 0:
         raise CliError("--payload-bytes must be >= 0")
     note = Notification(notification_id=0, publisher=args.publisher)
-    state = strategy.install(topo, Knowledge.for_notification(args.publisher, receivers))
+    try:
+        state = strategy.install(topo, Knowledge.for_notification(args.publisher, receivers))
+    except SpecError as exc:  # strategies that install from a population or from content
+        if "receiver model" not in str(exc):
+            raise
+        raise CliError(f"{exc}; give one with --workload MODEL, not --receivers") from None
     result = run_notification(topo, strategy, state, note, receivers,
                               payload_for(note, args.payload_bytes))
     doc = result.to_json(topo, args.strategy, state)
@@ -165,6 +183,41 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deliver_workload(args: argparse.Namespace) -> int:
+    """``deliver --workload``: notifications drawn from a receiver model, through the
+    cell pipeline (:func:`experiments.cells.deliver.deliver_workload`)."""
+    from experiments.cells.deliver import deliver_workload
+    from experiments.cells.spec import MAX_NOTIFICATIONS, Cell
+    from sim.workloads.receivers import receiver_model
+    from strategies.base import make_strategy
+    from topologies.specs import check_topology_size
+
+    notifications = 1 if args.notifications is None else args.notifications
+    seed = 1 if args.seed is None else args.seed
+    if notifications < 1:
+        raise CliError(f"--notifications must be >= 1; got {notifications}")
+    if notifications > MAX_NOTIFICATIONS and not args.force:
+        raise CliError(f"--notifications {notifications:,} is beyond the limit of "
+                       f"{MAX_NOTIFICATIONS:,}; pass --force to send them anyway")
+    if seed < 0:
+        raise CliError(f"--seed must be >= 0; got {seed}")
+    if args.payload_bytes < 0:
+        raise CliError("--payload-bytes must be >= 0")
+    receiver_model(args.workload)  # unknown models and bad parameters before any build
+    params = parse_params(args.param)
+    make_strategy(args.strategy, params)
+    check_topology_size(args.topology, force=args.force)
+    cell = Cell(experiment="deliver", topology=args.topology, strategy=args.strategy,
+                params=tuple(sorted(params.items())), receivers=args.workload,
+                payload_bytes=args.payload_bytes, seed=seed, notifications=notifications)
+    result = deliver_workload(cell, args.publisher)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print("\n".join(result.lines()))
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from experiments.cells.spec import load_spec
 
@@ -172,6 +225,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_out_dir(Path(args.out), force=args.force)
     # Every cell validated on the driver before any runner starts (nothing written on error).
     spec = load_spec(resolve_spec(args.spec), force=args.force)
+    from experiments.reports.figures import check_figures
+
+    check_figures(spec.figures)  # [report] figures: known names, before any cell runs
     out = Path(args.out or Path("results") / spec.name)
     if not args.out:
         check_out_dir(out, force=args.force)
@@ -253,7 +309,7 @@ def _write_trace(spec, args: argparse.Namespace) -> None:  # noqa: ANN001
 
 def _report(results: Path, out: Path, runner: str, master: str | None) -> int:
     from experiments.reports.report import aggregate_local, write_report
-    from experiments.storage.results import read_results
+    from experiments.storage.results import declared_figures, read_results
 
     if runner == "spark":
         from experiments.runners.spark import aggregate_spark
@@ -261,7 +317,7 @@ def _report(results: Path, out: Path, runner: str, master: str | None) -> int:
         points = aggregate_spark(results, master=master or "local[*]")
     else:
         points = aggregate_local(read_results(results))
-    path = write_report(points, out)
+    path = write_report(points, out, declared_figures(results))
     print(f"report: {path}")
     return 0
 
@@ -394,11 +450,21 @@ def build_parser() -> argparse.ArgumentParser:
     t61.add_argument("--json", action="store_true", help="machine-readable output")
     t61.set_defaults(func=cmd_topology_table61)
 
-    dl = sub.add_parser("deliver", help="send one notification and report what happened")
+    dl = sub.add_parser("deliver", help="send one notification (or a few drawn from a "
+                                        "workload) and report what happened")
     dl.add_argument("--topology", required=True, help="topology spec string")
     dl.add_argument("--strategy", required=True, help="strategy name (stackcast list strategies)")
-    dl.add_argument("--publisher", required=True, help="publishing host, e.g. h1")
-    dl.add_argument("--receivers", required=True, help="comma-separated receiving hosts")
+    dl.add_argument("--publisher", help="publishing host, e.g. h1 (with --workload: send "
+                                        "only from this publisher of the workload)")
+    dl.add_argument("--receivers", help="comma-separated receiving hosts (or --workload)")
+    dl.add_argument("--workload", metavar="MODEL",
+                    help="receiver model spec, e.g. uniform:percent=10 or clustered:"
+                         "scenario=nearby,churn=0 (stackcast list receiver-models): draw the "
+                         "population with --seed and send --notifications from its publishers")
+    dl.add_argument("--notifications", type=int, default=None,
+                    help="--workload: notifications to send (default 1)")
+    dl.add_argument("--seed", type=int, default=None,
+                    help="--workload: the cell seed of the draws (default 1)")
     dl.add_argument("--payload-bytes", type=int, default=50, help="event size (default 50)")
     dl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="strategy parameter (repeatable)")
