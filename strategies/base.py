@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from sim.dataplanes.caches import Caches
-from sim.dataplanes.control_state import ControlState
+from sim.dataplanes.caches import Caches, Identity
+from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Encoding, Notification, Packet
@@ -129,6 +129,13 @@ class ExtraMetrics:
         Switches above a per-switch capacity by table kind (TCAM / SRAM
         entries, multicast groups, stages; content strategies' ``*_capacity``
         parameters, 0 = none).
+    header_tree_labels, header_stop_labels, header_hop_labels : int
+        Tree, stop and hop labels in the publisher's encoded header, over all
+        its packets (seed 000 §5.2.4, Fig. 6.9b's "average header load" split
+        by label type); the three add up to ``header_entries``. Counted from
+        the header bytes by the virtual-tree family
+        (:meth:`strategies.virtual_tree.data_plane.VirtualTreeModel.extra_metrics`);
+        0 for strategies without typed labels.
     """
 
     link_false_positives: int | None = None
@@ -145,7 +152,14 @@ class ExtraMetrics:
     controller_wall_ms: float = 0.0
     lookup_latency_us: float = 0.0
     switches_over_capacity: int = 0
+    header_tree_labels: int = 0
+    header_stop_labels: int = 0
+    header_hop_labels: int = 0
 
+
+#: The :class:`ExtraMetrics` fields that count a header's labels by type; a fast
+#: path's row metrics may carry them under these names (``experiments/cells/pipeline.py``).
+HEADER_LABEL_FIELDS = ("header_tree_labels", "header_stop_labels", "header_hop_labels")
 
 NO_EXTRA_METRICS = ExtraMetrics()
 
@@ -213,6 +227,33 @@ class Strategy:
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
         raise NotImplementedError
+
+    def base_rules(self, builder: StateBuilder, topology: Topology) -> None:
+        """Optional hook: add the receiver-independent rules of :meth:`install`.
+
+        What every install of these parameters on ``topology`` starts with
+        (a receiver-scoped strategy's per-port rules and clone sessions),
+        added to ``builder`` in the order ``install`` added them. Default:
+        none. A strategy with such rules implements this and starts its
+        ``install`` with :meth:`state_builder`.
+        """
+
+    def state_builder(self, topology: Topology) -> StateBuilder:
+        """A :class:`StateBuilder` that already holds :meth:`base_rules`.
+
+        The base rules are built once per (class, parameters, topology) and
+        kept in ``caches.base_states``; the states built on them share its
+        switch configurations and tables (equal to adding the rules anew:
+        ``tests/strategies/test_base_rules.py``), so per-notification
+        installs, their control writes and the lookup memos skip them.
+        """
+        key = (type(self), self.params, Identity(topology))
+        base = self.caches.base_states.get(key)
+        if base is None:
+            plain = StateBuilder()
+            self.base_rules(plain, topology)
+            base = self.caches.base_states.put(key, plain.build(topology.switches))
+        return StateBuilder(base=base)
 
     def host_receive(self, topology: Topology, host: str, packet: Packet,
                      notification: Notification) -> HostAction:

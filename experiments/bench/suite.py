@@ -25,6 +25,25 @@ timed
 spark
     Cells per second of a CPU-bound sweep on local[2] against local[1]
     (:mod:`experiments.bench.spark`).
+bound (opt-in)
+    Engine cost per notification (CPU time of the strategy's fast path over
+    ``notifications`` at once) against the lower bound of issue 9 item 1: a
+    hand-written networkx computation of the same delivery (a cached BFS
+    predecessor map per publisher root, built before timing, plus the union
+    of the root-to-receiver paths), timed alternately in the same run, on
+    jellyfish:switches=255 and 1000 (degree 4, 30 % receivers, 50 B), for
+    every strategy of :data:`BOUND_STRATEGIES`; prints the ratio (target:
+    at most 3x). Exactness is the property test's (tests/sim/test_fast_paths.py);
+    a fast path that declines a notification is reported, not timed.
+cells
+    Whole cells through :func:`experiments.cells.pipeline.cell_rows` (workload
+    draw, installs, control writes, engine, rows), rows per CPU second: one
+    switch-bitmask cell of ``cell_notifications`` notifications on the static
+    item's jellyfish at 30 % receivers, beside the fast-path kernel alone on
+    the same notifications (the ceiling a whole cell can reach); and
+    20-notification virtual-tree cells (``tree`` on uniform 30 % receivers,
+    ``vt-clusters`` with 40 rules on nearby clusters, as in ch. 5/6) on
+    zoo:Dfn, over ``vt_cells`` seeds each.
 ch6 (opt-in)
     Wall time of ``experiments/specs/ch6-churn.toml`` on Spark ``local[2]``.
     ``fraction`` < 1 runs a deterministic subset (cells whose id falls in
@@ -54,8 +73,18 @@ ENCODER_TOPOLOGY = "zoo:Dfn"
 ENCODER_STRATEGIES = ("vt-freq-relation", "vt-clusters")
 ENCODER_REFERENCE = "source-routed"
 CH6_SPEC = SPEC_DIR / "ch6-churn.toml"
-ITEMS = ("static", "encoder", "timed", "spark", "ch6")
-DEFAULT_ITEMS = ("static", "encoder", "timed", "spark")
+BOUND_TOPOLOGIES = ("jellyfish:switches=255,degree=4,hosts=1,seed=1",
+                    "jellyfish:switches=1000,degree=4,hosts=1,seed=1")
+BOUND_STRATEGIES = ("switch-bitmask", "switch-port", "hops", "unicast", "broadcast",
+                    "multicast", "alm-all", "alm-fork", "alm-mcgroup")
+CELL_TOPOLOGY = STATIC_TOPOLOGY
+VT_CELL_TOPOLOGY = "zoo:Dfn"
+#: (strategy, its parameters, receiver model) of the 20-notification VT cells
+VT_CELLS: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("tree", {}, "uniform:percent=30"),
+    ("vt-clusters", {"max_rules": 40}, "clustered:scenario=nearby,churn=0"))
+ITEMS = ("static", "encoder", "timed", "spark", "cells", "ch6", "bound")
+DEFAULT_ITEMS = ("static", "encoder", "timed", "spark", "cells")
 
 #: Issue 9 targets: (item, figure) -> (threshold, "min" or "max", unit).
 TARGETS: dict[tuple[str, str], tuple[float, str, str]] = {
@@ -65,7 +94,11 @@ TARGETS: dict[tuple[str, str], tuple[float, str, str]] = {
     ("timed", "events_to_raw_at_depth"): (0.40, "min", "x raw SimPy at the model's queue depth"),
     ("timed", "events_to_raw"): (0.40, "min", "x raw SimPy, one process"),
     ("spark", "speedup"): (1.7, "min", "x local[1]"),
+    ("cells", "switch-bitmask"): (50_000.0, "min", "rows/s"),
+    ("cells", "tree"): (20_000.0, "min", "rows/s"),
+    ("cells", "vt-clusters"): (20_000.0, "min", "rows/s"),
     ("ch6", "wall_s"): (900.0, "max", "s"),
+    ("bound", "ratio"): (3.0, "max", "x the networkx lower bound"),
 }
 
 
@@ -191,6 +224,143 @@ def _cell_rate(notifications: int, reps: int, topology: str) -> dict[str, Any]:
     rates = [_rate(lambda: len(cell_rows(cell, "auto")))[1] for _ in range(reps)]
     return {"strategy": "switch-bitmask", "notifications": notifications,
             "per_cpu_s": _median(rates)}
+
+
+def _lower_bound(topo: Any, cases: list[tuple[str, frozenset[str]]]) -> Callable[[], int]:
+    """The issue's lower bound: networkx BFS predecessors per root (cached, built here)
+    and the union of the paths to the receivers, per notification."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    for node in (*topo.switches, *topo.hosts):
+        graph.add_edges_from((node, p.neighbor) for p in topo.ports(node).values())
+    preds = {root: dict(nx.bfs_predecessors(graph, root))
+             for root in {topo.host_switch(p) for p, _ in cases}}
+    roots = [topo.host_switch(p) for p, _ in cases]
+
+    def run() -> int:
+        for root, (_, receivers) in zip(roots, cases, strict=True):
+            pred = preds[root]
+            union = {root}
+            for node in receivers:
+                while node not in union:
+                    union.add(node)
+                    node = pred[node]
+        return len(cases)
+
+    return run
+
+
+def bench_bound(reps: int = 3, notifications: int = 400,
+                strategies: Iterable[str] = BOUND_STRATEGIES,
+                topologies: Iterable[str] = BOUND_TOPOLOGIES, payload_bytes: int = 50,
+                tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Engine cost per notification against the lower bound (see the module docstring)."""
+    from sim.dataplanes.delivery import DelayModel
+    from strategies.base import make_strategy
+
+    out: dict[str, Any] = {"receivers": "uniform:percent=30", "payload_bytes": payload_bytes,
+                           "notifications": notifications, "topologies": {}}
+    for topology in topologies:
+        topo, _, cases = static_workload(notifications, topology)
+        pubs, sets = [p for p, _ in cases], [r for _, r in cases]
+        bound = _lower_bound(topo, cases)
+        res: dict[str, Any] = {}
+        for name in strategies:
+            fast = make_strategy(name).fast_path(topo, DelayModel())
+            if fast is None:
+                res[name] = {"skipped": "no fast path on this topology"}
+                continue
+
+            def engine(fast: Any = fast, pubs: list[str] = pubs,
+                       sets: list[frozenset[str]] = sets) -> int:
+                fast.metrics(pubs, sets, payload_bytes)
+                return notifications
+
+            declined = sum(m is None for m in fast.metrics(pubs, sets, payload_bytes))  # warm
+            if declined:
+                res[name] = {"skipped": f"the fast path declines {declined} notifications"}
+                continue
+            bound_us, engine_us = [], []
+            for _ in range(reps):
+                bound_us.append(1e6 / _rate(bound)[1])
+                engine_us.append(1e6 / _rate(engine)[1])
+            ratio = _median(engine_us) / _median(bound_us)
+            res[name] = {"impl": fast.impl, "engine_us": _median(engine_us),
+                         "bound_us": _median(bound_us), "ratio": ratio,
+                         "target": _judge("bound", "ratio", ratio)}
+            tick()
+        out["topologies"][topology] = res
+    return out
+
+
+# -- whole cells ------------------------------------------------------------------
+
+
+def _spec_cells(topology: str, strategy: str, params: dict[str, Any], receivers: str,
+                notifications: int, seeds: list[int]) -> list[Any]:
+    from experiments.cells.spec import parse_spec_dict
+
+    data: dict[str, Any] = {
+        "experiment": {"name": "bench-cells", "notifications": notifications, "seeds": seeds,
+                       "payload_bytes": [50]},
+        "grid": {"topology": [topology], "strategy": [strategy], "receivers": [receivers]}}
+    if params:
+        data["strategy_params"] = {strategy: params}
+    return list(parse_spec_dict(data, "<bench cells>").cells())
+
+
+def bench_cells(reps: int = 3, cell_notifications: int = 2000, vt_cells: int = 10,
+                topology: str = CELL_TOPOLOGY, vt_topology: str = VT_CELL_TOPOLOGY,
+                vt: Iterable[tuple[str, dict[str, Any], str]] = VT_CELLS,
+                tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Whole-cell rows per CPU second (see the module docstring)."""
+    from experiments.cells.pipeline import cell_notifications as notifications_of
+    from experiments.cells.pipeline import cell_rows, cell_setup
+
+    (cell,) = _spec_cells(topology, "switch-bitmask", {}, "uniform:percent=30",
+                          cell_notifications, [1])
+    topo, strategy, delays = cell_setup(cell)
+    items = list(notifications_of(cell, topo, strategy))
+    pubs, sets = [i.notification.publisher for i in items], [i.receivers for i in items]
+    fast = strategy.fast_path(topo, delays)
+    if fast is None:
+        raise ValueError("cells bench: switch-bitmask has no fast path here")
+    cell_rows(cell)  # warm: topology, tables, compiled kernel
+
+    def kernel() -> int:
+        return sum(m is not None for m in fast.metrics(pubs, sets, cell.payload_bytes))
+
+    vt = list(vt)
+    groups = [(name, _spec_cells(vt_topology, name, params, receivers, 20,
+                                 list(range(1, vt_cells + 1))))
+              for name, params, receivers in vt]
+    for _, cs in groups:
+        cell_rows(cs[0])  # warm: topology, compiled Steiner kernel
+    whole, ref = [], []
+    vt_rates: dict[str, list[float]] = {name: [] for name, _ in groups}
+    for _ in range(reps):
+        whole.append(_rate(lambda: len(cell_rows(cell)))[1])
+        ref.append(_rate(kernel)[1])
+        for name, cs in groups:
+            vt_rates[name].append(
+                _rate(lambda cs=cs: sum(len(cell_rows(c)) for c in cs))[1])  # type: ignore[misc]
+        tick()
+    rate, kernel_rate = _median(whole), _median(ref)
+    out: dict[str, Any] = {
+        "switch_bitmask": {"topology": topology, "receivers": "uniform:percent=30",
+                           "notifications": cell_notifications, "rows_per_cpu_s": rate,
+                           "kernel_per_cpu_s": kernel_rate, "to_kernel": rate / kernel_rate,
+                           "target": _judge("cells", "switch-bitmask", rate)},
+        "vt": {"topology": vt_topology, "notifications": 20, "cells": vt_cells,
+               "strategies": {}},
+    }
+    for name, params, receivers in vt:
+        r = _median(vt_rates[name])
+        out["vt"]["strategies"][name] = {"params": params, "receivers": receivers,
+                                         "rows_per_cpu_s": r, "ms_per_cell": 20e3 / r,
+                                         "target": _judge("cells", name, r)}
+    return out
 
 
 # -- 2. virtual-tree encoder ------------------------------------------------------
@@ -361,7 +531,8 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
     from tqdm import tqdm
 
     steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": reps + 1,
-             "spark": 1, "ch6": 0}
+             "spark": 1, "cells": reps, "ch6": 0,
+             "bound": len(BOUND_TOPOLOGIES) * len(BOUND_STRATEGIES)}
     bar = tqdm(total=sum(steps[i] for i in items), desc="stackcast bench", unit="step",
                disable=not progress, dynamic_ncols=True)
     out: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg": list(os.getloadavg()),
@@ -379,6 +550,11 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
                 res = bench_timed_item(reps=reps, tick=lambda: bar.update(1))
             elif item == "spark":
                 res = bench_spark_item(reps=reps, cells=spark_cells, tick=lambda: bar.update(1))
+            elif item == "cells":
+                res = bench_cells(reps=reps, tick=lambda: bar.update(1))
+            elif item == "bound":
+                res = bench_bound(reps=reps, notifications=static_notifications,
+                                  tick=lambda: bar.update(1))
             else:
                 res = bench_ch6(fraction=fraction, progress=progress)
             out["items"][item] = res
@@ -442,6 +618,18 @@ def format_suite(result: dict[str, Any]) -> str:
                          f"{s2['local1_s']:.2f} s (wall, {s2['cells']} cells) = "
                          f"{s2['ratio']:.2f}x; machine offers {s2['machine_ratio']:.2f}x"
                          + _mark(sp["target"]))
+    if "cells" in items:
+        c = items["cells"]
+        sb = c["switch_bitmask"]
+        lines.append(f"whole cells    switch-bitmask, {sb['topology']}, {sb['receivers']}, "
+                     f"{sb['notifications']} notifications: {sb['rows_per_cpu_s']:,.0f} rows/s; "
+                     f"fast-path kernel alone {sb['kernel_per_cpu_s']:,.0f}/s = "
+                     f"{sb['to_kernel']:.2f}x" + _mark(sb["target"]))
+        v = c["vt"]
+        for name, r in v["strategies"].items():
+            lines.append(f"  {name:<16} {v['topology']}, {v['cells']} cells of "
+                         f"{v['notifications']} notifications: {r['rows_per_cpu_s']:>8,.0f} "
+                         f"rows/s ({r['ms_per_cell']:.1f} ms/cell)" + _mark(r["target"]))
     if "ch6" in items:
         c6 = items["ch6"]
         how = (f"EXTRAPOLATED from {c6['cells_run']:,} of {c6['cells_total']:,} cells "
@@ -453,4 +641,18 @@ def format_suite(result: dict[str, Any]) -> str:
                      f"{c6['spark_cells_per_s']:.2f} cells/s = {c6['ratio']:.2f}x the local "
                      f"engine ({c6['reference']['cells_per_s']:.2f} cells/s)"
                      + _mark(c6["target"]))
+    if "bound" in items:
+        bd = items["bound"]
+        lines.append(f"engine vs lower bound  {bd['receivers']}, {bd['payload_bytes']} B, "
+                     f"{bd['notifications']} notifications; CPU us per notification, the "
+                     "bound a cached networkx BFS predecessor map + union of paths")
+        for topology, res in bd["topologies"].items():
+            lines.append(f"  {topology}")
+            for name, r in res.items():
+                if "skipped" in r:
+                    lines.append(f"    {name:<16} skipped: {r['skipped']}")
+                    continue
+                lines.append(f"    {name:<16} engine ({r['impl']}) {r['engine_us']:>7.1f} us  "
+                             f"bound {r['bound_us']:>6.1f} us  = {r['ratio']:.2f}x"
+                             + _mark(r["target"]))
     return "\n".join(lines)

@@ -61,7 +61,9 @@ MAX_NOTIFICATIONS = 1_000_000
 SPEC_DIR = Path(__file__).resolve().parents[1] / "specs"
 
 _EXPERIMENT_KEYS = {"name", "description", "notifications", "seeds", "payload_bytes", "engine"}
-_TOP_KEYS = {"experiment", "grid", "strategy_params", "delays", "links", "timed"}
+_TOP_KEYS = {"experiment", "grid", "strategy_params", "delays", "links", "timed", "report"}
+#: ``[report]``: ``figures``, names of figure replicas (experiments/reports/figures.py).
+_REPORT_KEYS = {"figures"}
 ENGINES = ("static", "timed")
 _GRID_KEYS = {"topology", "strategy", "receivers"}
 
@@ -159,6 +161,9 @@ class ExperimentSpec:
     source: str = ""
     engine: str = "static"
     timed: Mapping[str, Any] = field(default_factory=dict)
+    #: Figure replicas ``stackcast report`` draws for this experiment (``[report]
+    #: figures``; names of :data:`experiments.reports.figures.FIGURES`, checked there).
+    figures: tuple[str, ...] = ()
 
     def cells(self) -> list[Cell]:
         """All cells in a deterministic order."""
@@ -188,6 +193,8 @@ class ExperimentSpec:
         if self.engine != "static":
             out["engine"] = self.engine
             out["timed"] = dict(self.timed)
+        if self.figures:  # read back by the report (cell files' schema metadata)
+            out["report"] = {"figures": list(self.figures)}
         return out
 
 
@@ -251,6 +258,11 @@ def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>", *,
         check(isinstance(data.get(key, {}), dict), f"{source}: [{key}] must be a table")
     for strat, table in data.get("strategy_params", {}).items():
         check(isinstance(table, dict), f"{source}: [strategy_params.{strat}] must be a table")
+    report = data.get("report", {})
+    check(isinstance(report, dict), f"{source}: [report] must be a table")
+    _unknown(report, _REPORT_KEYS, f"{source} [report]")
+    figures = _list(report["figures"], f"{source}: report.figures", str) if report else ()
+    check(len(set(figures)) == len(figures), f"{source}: report.figures names a figure twice")
     spec = ExperimentSpec(
         name=name,
         description=str(exp.get("description", "")),
@@ -267,6 +279,7 @@ def parse_spec_dict(data: Mapping[str, Any], source: str = "<spec>", *,
         source=source,
         engine=engine,
         timed=dict(timed),
+        figures=figures,
     )
     for seed in spec.seeds:
         check(seed >= 0, f"{source}: experiment.seeds must be integers >= 0; got {seed}")

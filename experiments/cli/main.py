@@ -335,7 +335,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.target in ("suite", "static", "encoder", "ch6"):
+    if args.target in ("suite", "static", "encoder", "cells", "ch6"):
         from experiments.bench.suite import DEFAULT_ITEMS, ITEMS, format_suite, run_suite
 
         if args.target == "suite":
@@ -386,12 +386,34 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    """``recommend``: simulate the VT strategies (default), or ask the learned k-NN."""
+    if args.build_training or args.evaluate:
+        return _recommend_training(args)
+    missing = [f"--{n}" for n in ("topology", "scenario", "churn")
+               if getattr(args, n) is None]
+    if missing:
+        raise CliError(f"recommend needs {', '.join(missing)} (or --evaluate, "
+                       "--build-training OUT)")
+    method = args.method or ("learned" if args.results else "simulate")
+    if method == "simulate":
+        if args.results:
+            raise CliError("--results trains --method learned; it has no meaning for "
+                           "--method simulate")
+        from experiments.reports.recommend_simulate import format_ranking, simulate
+
+        ranking = simulate(args.topology, args.scenario, args.churn, args.subscribers,
+                           seeds=args.seeds, notifications=args.notifications,
+                           first_seed=args.seed, progress=not args.json)
+        print(json.dumps(ranking.to_json(), indent=2) if args.json
+              else format_ranking(ranking))
+        return 0
     from experiments.reports.recommend import recommend
 
-    results = Path(args.results)
-    if not results.is_dir():
-        raise CliError(f"results directory {str(results)!r} does not exist (run "
-                       "experiments/specs/ch6-best-strategies.toml first, or pass --results)")
+    results = Path(args.results) if args.results else None
+    if results is not None and not results.is_dir():
+        raise CliError(f"results directory {str(results)!r} does not exist (run a spec with "
+                       "the clustered receiver model first, or drop --results to use the "
+                       "shipped training set)")
     out = recommend(results, args.topology, args.scenario, args.churn, args.subscribers, args.k)
     if args.json:
         print(json.dumps(out, indent=2))
@@ -401,7 +423,43 @@ def cmd_recommend(args: argparse.Namespace) -> int:
               f"{out['expected_header_entries']:.2f} entries")
         print(f"  learned from {out['training_points']} points on {out['networks']} networks; "
               f"cross-validated accuracy {out['accuracy_leave_one_out']:.0%} (leave one out), "
-              f"{out['accuracy_leave_one_network_out']:.0%} (leave one network out)")
+              f"{out['accuracy_leave_one_network_out']:.0%} (leave one network out; "
+              f"{out['accuracy_leave_one_network_out_not_separable']:.0%} within the "
+              "strategies not separable from the best)")
+    return 0
+
+
+def _recommend_training(args: argparse.Namespace) -> int:
+    """``recommend --build-training OUT`` / ``--evaluate``: the learned method's data."""
+    from experiments.reports.recommend import (
+        TRAINING_PATH,
+        build_training,
+        held_out_accuracy,
+        load_training,
+    )
+
+    if args.build_training:
+        if args.workers < 1:
+            raise CliError(f"--workers must be >= 1, got {args.workers}")
+        summary = build_training(args.build_training, seeds=args.training_seeds,
+                                 notifications=args.notifications, workers=args.workers,
+                                 progress=not args.json)
+        held = summary["held_out"]
+        where = args.build_training
+    else:
+        held = held_out_accuracy(load_training(args.training or TRAINING_PATH), args.k)
+        where = args.training or TRAINING_PATH
+        summary = {"held_out": held}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    if args.build_training:
+        print(f"wrote {where}: {held['points']} points on {held['networks']} networks "
+              f"in {summary['build_seconds']:.0f} s")
+    print(f"learned k-NN (k={held['k']}) against the simulated answer, leave one network out "
+          f"({held['points']} points, {held['networks']} networks of {where}): "
+          f"{held['exact']:.0%} exact, {held['not_separable']:.0%} not separable from the best; "
+          f"always {held['majority']}: {held['majority_exact']:.0%}")
     return 0
 
 
@@ -509,11 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
                                          "engine, Spark; ch6-churn end to end on demand), each "
                                          "figure with its ratio to a same-run reference")
     bench.add_argument("target", nargs="?", default="suite",
-                       choices=["suite", "static", "encoder", "timed", "spark", "ch6"],
+                       choices=["suite", "static", "encoder", "timed", "spark", "cells", "ch6"],
                        help="suite (default: static, encoder, timed, spark), one item, or ch6 "
                             "(wall time of experiments/specs/ch6-churn.toml on local[2]; long)")
     bench.add_argument("--items", help="suite: comma-separated items (static, encoder, timed, "
-                                       "spark, ch6)")
+                                       "spark, ch6, bound)")
     bench.add_argument("--fraction", type=float, default=1.0,
                        help="ch6: run this deterministic fraction of the cells and extrapolate "
                             "(default 1: the whole spec)")
@@ -535,16 +593,35 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=cmd_bench)
     rec = sub.add_parser("recommend", help="pick the virtual-tree strategy with the smallest "
                                            "expected header for a network (seed 000 §7.2)")
-    rec.add_argument("--topology", required=True, help="topology spec, e.g. zoo:Dfn")
-    rec.add_argument("--scenario", required=True, choices=["uniform", "nearby", "distant"],
+    rec.add_argument("--topology", help="topology spec, e.g. zoo:Dfn or file:net.gml")
+    rec.add_argument("--scenario", choices=["uniform", "nearby", "distant"],
                      help="client migration scenario")
-    rec.add_argument("--churn", type=float, required=True, help="churn in percent (0-100)")
+    rec.add_argument("--churn", type=float, help="churn in percent (0-100)")
     rec.add_argument("--subscribers", type=float, default=30.0,
                      help="subscribers per publisher in percent (default 30)")
-    rec.add_argument("--results", default="results/ch6-best-strategies",
-                     help="results of a clustered sweep to learn from "
-                          "(default results/ch6-best-strategies)")
+    rec.add_argument("--method", choices=["simulate", "learned"], default=None,
+                     help="simulate the strategies on the topology (default), or ask the "
+                          "k-NN learned from the shipped training set (or --results)")
+    rec.add_argument("--seeds", type=int, default=10,
+                     help="simulate: seeds (workload replications; default 10)")
+    rec.add_argument("--notifications", type=int, default=20,
+                     help="simulate: notifications per seed and strategy (default 20)")
+    rec.add_argument("--seed", type=int, default=1, help="simulate: first seed (default 1)")
+    rec.add_argument("--results", default=None,
+                     help="learned: train on the results of your own clustered sweep "
+                          "(implies --method learned)")
     rec.add_argument("--k", type=int, default=3, help="neighbours of the k-NN model (default 3)")
+    rec.add_argument("--evaluate", action="store_true",
+                     help="learned: print its leave-one-network-out accuracy against the "
+                          "simulated answer on the shipped training set (or --training)")
+    rec.add_argument("--training", default=None, help="--evaluate: a training set file")
+    rec.add_argument("--build-training", metavar="OUT", default=None,
+                     help="simulate the training networks and write the learned method's "
+                          "training set to OUT (JSON)")
+    rec.add_argument("--training-seeds", type=int, default=4,
+                     help="--build-training: seeds per point (default 4)")
+    rec.add_argument("--workers", type=int, default=2,
+                     help="--build-training: processes (default 2)")
     rec.add_argument("--json", action="store_true", help="machine-readable output")
     rec.set_defaults(func=cmd_recommend)
 

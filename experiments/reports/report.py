@@ -231,8 +231,14 @@ def _plots(exp: str, recs: Sequence[Mapping[str, Any]], out: Path, timed: bool,
     return lines + [""]
 
 
-def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
-    """Write ``report.md`` and plots under ``out_dir``; returns the Markdown path."""
+def write_report(points: list[dict[str, Any]], out_dir: str | Path,
+                 figures: Mapping[str, Sequence[str]] | None = None) -> Path:
+    """Write ``report.md`` and plots under ``out_dir``; returns the Markdown path.
+
+    ``figures``: experiment -> the figure replicas its spec declares
+    (:func:`experiments.storage.results.declared_figures`), drawn by
+    :mod:`experiments.reports.figures`; no others are drawn.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_exp: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -255,6 +261,10 @@ def write_report(points: list[dict[str, Any]], out_dir: str | Path) -> Path:
             from experiments.reports.content import report_section
 
             lines += report_section(recs, out, exp)
+        if figures and figures.get(exp):
+            from experiments.reports.figures import figure_section
+
+            lines += figure_section(figures[exp], recs, out)
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

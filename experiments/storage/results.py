@@ -29,6 +29,7 @@ read (:func:`migrate_layout`).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -246,3 +247,23 @@ def read_results(out: str | Path) -> pa.Table:
                          exclude_invalid_files=True)
     return dataset.to_table()
 
+
+
+def declared_figures(out: str | Path) -> dict[str, tuple[str, ...]]:
+    """Experiment name -> the figure replicas its spec declares (``[report] figures``).
+
+    Read from the spec JSON in the cell files' schema metadata (footers only;
+    each distinct spec parsed once); experiments without the key declare none.
+    """
+    seen: set[bytes] = set()
+    out_figures: dict[str, tuple[str, ...]] = {}
+    for f in sorted(results_data(out).glob("cell-*.parquet")):
+        raw = (pq.read_schema(f).metadata or {}).get(b"spec", b"")
+        if not raw or raw in seen:
+            continue
+        seen.add(raw)
+        spec = json.loads(raw)
+        figures = tuple(spec.get("report", {}).get("figures", ()))
+        name = spec.get("name", "")
+        out_figures[name] = tuple(dict.fromkeys(out_figures.get(name, ()) + figures))
+    return out_figures

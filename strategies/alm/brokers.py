@@ -61,6 +61,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import ClassVar
 
+from sim.dataplanes.alm.fast_path import alm_fast_path
 from sim.dataplanes.alm.reference import EGRESS_TABLE, FORWARD, GROUP_TABLE, MULTICAST, SET_DST
 from sim.dataplanes.control_state import (
     ControlState,
@@ -70,6 +71,8 @@ from sim.dataplanes.control_state import (
     SwitchConfig,
     TableEntry,
 )
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, group_mac, host_mac
 from sim.dataplanes.trees import bfs_parents, shortest_path_tree
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
@@ -282,6 +285,14 @@ class _AlmBase(Strategy):
         return Encoding((Packet(overlay_mac(topology, plan.entry),
                                 host_mac(topology, notification.publisher),
                                 ETHERTYPE_EVENT, b"", payload),))
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The overlay walk of :mod:`sim.dataplanes.alm.fast_path` for the three
+        variants themselves; not for subclasses (they may change plans or brokers)."""
+        walk = {AlmAll: "alm-all", AlmFork: "alm-fork", AlmMcGroup: "alm-mcgroup"}.get(type(self))
+        if walk is None:
+            return None
+        return alm_fast_path(topology, delays, self.encode, walk)
 
     # -- sim.engines.static.BrokerHost ------------------------------------------------
     def broker_ports(self, topology: Topology, state: ControlState) -> Mapping[str, int]:

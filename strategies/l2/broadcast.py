@@ -10,6 +10,9 @@ a false positive. Trees are installed for the publishers the controller knows.
 from __future__ import annotations
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.l2.fast_path import l2_fast_path
 from sim.dataplanes.packet import BROADCAST_MAC, Notification, host_mac
 from sim.dataplanes.trees import shortest_path_tree
 from strategies.base import Knowledge, register_strategy
@@ -31,6 +34,12 @@ class Broadcast(L2Strategy):
             install_tree_groups(builder, topology, tree, topology.host_id(pub) + 1,
                                 BROADCAST_MAC, host_mac(topology, pub))
         return builder.build(topology.switches)
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The broadcast walk of :mod:`sim.dataplanes.l2.fast_path`; not for subclasses."""
+        if type(self) is not Broadcast:
+            return None
+        return l2_fast_path(topology, delays, self.encode, "broadcast")
 
     def destinations(self, topology: Topology, state: ControlState, notification: Notification,
                      receivers: frozenset[str]) -> tuple[int, ...]:

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.l2.fast_path import l2_fast_path
 from sim.dataplanes.packet import Notification, group_mac
 from sim.dataplanes.trees import shortest_path_tree, steiner_tree
 from strategies.base import Knowledge, register_strategy
@@ -51,6 +54,13 @@ class Multicast(L2Strategy):
                 tree = build_tree(topology, topology.host_switch(pub), receivers)
                 install_tree_groups(builder, topology, tree, gid, group_mac(gid))
         return builder.build(topology.switches, {"groups": groups})
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The multicast walk of :mod:`sim.dataplanes.l2.fast_path` (shortest-path trees
+        only); not for subclasses."""
+        if type(self) is not Multicast or self.params.tree != "spt":
+            return None
+        return l2_fast_path(topology, delays, self.encode, "multicast")
 
     def destinations(self, topology: Topology, state: ControlState, notification: Notification,
                      receivers: frozenset[str]) -> tuple[int, ...]:

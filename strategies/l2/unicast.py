@@ -10,6 +10,9 @@ another, so its feed-in time grows with the receiver count (204 copies at
 from __future__ import annotations
 
 from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.l2.fast_path import l2_fast_path
 from sim.dataplanes.l2.reference import FORWARD
 from sim.dataplanes.packet import Notification, host_mac
 from sim.dataplanes.trees import next_hop_port
@@ -31,6 +34,12 @@ class Unicast(L2Strategy):
                 builder.add_entry(sw, l2_entry(host_mac(topology, host), FORWARD,
                                                next_hop_port(topology, sw, host)))
         return builder.build(topology.switches)
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The unicast walk of :mod:`sim.dataplanes.l2.fast_path`; not for subclasses."""
+        if type(self) is not Unicast:
+            return None
+        return l2_fast_path(topology, delays, self.encode, "unicast")
 
     def destinations(self, topology: Topology, state: ControlState, notification: Notification,
                      receivers: frozenset[str]) -> tuple[int, ...]:

@@ -10,22 +10,31 @@ the pass-by-pass :class:`~sim.dataplanes.virtual_tree.reference.
 VirtualTreeDataPlane` stays the definition (the registered family model,
 property-tested against the memoised one).
 
+The family's extra metrics (one place for all of it): the tree, stop and hop
+labels of the encoded header, decoded from the packets' bytes
+(:meth:`VirtualTreeModel.extra_metrics`).
+
 References
 ----------
-Seed 000 §5.2.6 (Listings 5.1-5.5, the program both models implement).
+Seed 000 §5.2.4 (label types), §5.2.6 (Listings 5.1-5.5, the program both
+models implement), Fig. 6.9b (header entries split by label type).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from sim.dataplanes.caches import Caches
+from sim.dataplanes.virtual_tree.codec import count_labels
 from sim.dataplanes.virtual_tree.memo import MemoVirtualTreeDataPlane
+from strategies.base import ExtraMetrics
 from strategies.virtual_tree.labels import label_format
 
 
 class VirtualTreeModel:
-    """Mixin of the VT strategies: ``model()`` on the strategy's :class:`Caches`.
+    """Mixin of the VT strategies: ``model()`` on the strategy's :class:`Caches`, and
+    the label counts of the encoded header as extra metrics.
 
     ``Strategy.caches`` holds the data plane's lookup memos and the encoder's
     compiled trees (one object per runner partition, see
@@ -45,3 +54,29 @@ class VirtualTreeModel:
         """
         return MemoVirtualTreeDataPlane(label_format(self.params),
                                         caches if caches is not None else self.caches)
+
+    def extra_metrics(self, topology: Any, state: Any, notification: Any,
+                      receivers: frozenset[str], delivery: Any) -> ExtraMetrics:
+        """The header's tree, stop and hop labels (``header_*_labels`` columns).
+
+        Counted from the bytes of ``delivery.encoding``'s packets with this
+        strategy's :class:`~sim.dataplanes.virtual_tree.codec.LabelFormat`
+        (:func:`~sim.dataplanes.virtual_tree.codec.count_labels`), so the
+        three add up to the row's ``header_entries``. ``link_false_positives``
+        stays None: the rows count link waste as for every strategy.
+
+        A fast path for this family (none yet) does not call this hook: its
+        row metrics carry the three counts under the same names
+        (:data:`strategies.base.HEADER_LABEL_FIELDS`), computed with
+        ``count_labels`` from the encoding it builds, and the cell pipeline
+        copies them into the row's :class:`~strategies.base.ExtraMetrics`.
+        """
+        counts = count_labels(label_format(self.params),
+                              (p.header for p in delivery.encoding.packets))
+        return _label_metrics(counts.tree, counts.stop, counts.hop)
+
+
+@lru_cache(maxsize=4096)
+def _label_metrics(tree: int, stop: int, hop: int) -> ExtraMetrics:
+    """One shared (frozen) record per count triple."""
+    return ExtraMetrics(header_tree_labels=tree, header_stop_labels=stop, header_hop_labels=hop)

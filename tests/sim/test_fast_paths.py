@@ -58,7 +58,8 @@ from topologies.model import Topology
 from topologies.registry import SpecError
 
 #: The fast paths that exist today; discovery must find at least these.
-KNOWN = {"switch-bitmask", "switch-port", "hops"}
+KNOWN = {"switch-bitmask", "switch-port", "hops", "unicast", "broadcast", "multicast",
+         "alm-all", "alm-fork", "alm-mcgroup"}
 
 #: Values drawn for parameter fields of these names (besides the default): field
 #: widths, and MTUs small enough that stacks overflow (the reference's case).
@@ -108,7 +109,7 @@ def test_discovery_finds_the_known_fast_paths():
     assert set(FAST) >= KNOWN
     assert all(isinstance(make_strategy(n).fast_path(_PROBE, DelayModel()), FastPath)
                for n in FAST)
-    assert "unicast" not in FAST and "switch-mcgroup" not in FAST
+    assert "switch-mcgroup" not in FAST
 
 
 def _with_delays(topo: Topology, delays: list[float]) -> Topology:
@@ -152,7 +153,7 @@ def cases(draw, name: str):
                           if others else ())
     params = draw(parameters(name))
     delays = DelayModel(**{k: draw(st.sampled_from([0.0, 1e-5, 1e-4, 7.7e-3]))
-                           for k in ("feed_in_s", "switch_s", "pass_s")})
+                           for k in ("feed_in_s", "switch_s", "pass_s", "broker_s")})
     payload = draw(st.sampled_from([0, 8, 50, 500]))
     return topo, publisher, receivers, (name, params), delays, payload
 
@@ -222,12 +223,12 @@ def test_jellyfish_255_cell_notifications(name):
 
 @pytest.mark.parametrize("strategy,params", [*((n, {}) for n in FAST),
                                              ("switch-port", {"pruning": ["reactive"]}),
-                                             ("unicast", {})])
+                                             ("multicast", {"tree": ["steiner"]})])
 def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
     """Same cell, fast and reference path: identical rows (link delays and
     non-default delay constants included); covered cells never call the reference."""
     from experiments.cells import pipeline as cell_runner
-    from experiments.cells.pipeline import cell_rows
+    from experiments.cells.pipeline import cell_rows, cell_setup
     from experiments.cells.spec import parse_spec_dict
 
     spec = parse_spec_dict({
@@ -240,24 +241,26 @@ def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
     }, "<paths>")
     (cell,) = spec.cells()
     ref = cell_rows(cell, "reference")
-    if strategy in FAST:
+    topology, covered, delays = cell_setup(cell)
+    if covered.fast_path(topology, delays) is not None:
         def no_reference(*args, **kwargs):
             raise AssertionError("the reference ran in a covered cell")
 
         monkeypatch.setattr(cell_runner, "run_notification", no_reference)
     fast = cell_rows(cell, "auto")
     assert len(fast) == 12 and fast == ref
-    assert all(r["delivered"] == r["receivers"] for r in ref)
+    # broadcast reaches every host; the others exactly the receivers
+    assert all(r["delivered"] - r["false_positives"] == r["receivers"] for r in ref)
 
 
 def test_static_path_choice():
     topo = random_topology(6, 2, 1)
-    bitmask, unicast = make_strategy("switch-bitmask"), make_strategy("unicast")
+    bitmask, mcgroup = make_strategy("switch-bitmask"), make_strategy("switch-mcgroup")
     assert choose_static_path(topo, bitmask, DelayModel(), "auto") is not None
     assert choose_static_path(topo, bitmask, DelayModel(), "reference") is None
-    assert choose_static_path(topo, unicast, DelayModel(), "auto") is None
-    with pytest.raises(ValueError, match="strategy 'unicast' has no fast path"):
-        choose_static_path(topo, unicast, DelayModel(), "fast")
+    assert choose_static_path(topo, mcgroup, DelayModel(), "auto") is None
+    with pytest.raises(ValueError, match="strategy 'switch-mcgroup' has no fast path"):
+        choose_static_path(topo, mcgroup, DelayModel(), "fast")
     with pytest.raises(ValueError, match="static_path must be one of auto, fast, reference"):
         choose_static_path(topo, bitmask, DelayModel(), "quick")
 
@@ -328,7 +331,7 @@ def test_oversized_and_uncovered_go_to_the_reference():
     assert fast.metrics([pub], [receivers | {pub}], 50) == [None]  # publisher as receiver
     for name, params in [("switch-port", {"tree": "steiner"}),
                          ("switch-bitmask", {"stack_order": "largest-first"}),
-                         ("switch-mcgroup", {}), ("unicast", {})]:
+                         ("switch-mcgroup", {}), ("multicast", {"tree": "steiner"})]:
         assert make_strategy(name, params).fast_path(topo, DelayModel()) is None, name
     with pytest.raises(ValueError, match="impl must be auto, jit or numpy"):
         _tree_walk("switch-bitmask", {}, topo, "cuda")

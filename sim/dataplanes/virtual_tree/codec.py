@@ -275,6 +275,49 @@ def _layout(fmt: LabelFormat) -> _Layout:
     return _Layout(fmt)
 
 
+@dataclass(frozen=True, slots=True)
+class LabelCounts:
+    """How many labels of each type a header holds (seed 000 §5.2.4: tree, stop, hop)."""
+
+    tree: int = 0
+    stop: int = 0
+    hop: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.tree + self.stop + self.hop
+
+
+def count_labels(fmt: LabelFormat, headers: Iterable[bytes]) -> LabelCounts:
+    """Tree, stop and hop labels in ``headers`` (each a ``Size | labels`` stack, e.g.
+    the ``header`` of every packet of an encoding), decoded with ``fmt``.
+
+    The counts are read from the bytes, so they are what the switches see;
+    for the virtual-tree program they add up to the header's entries.
+
+    Raises
+    ------
+    StackDecodeError
+        If a header is not a well-formed stack or holds a label of type
+        ``00`` (invalid).
+    """
+    tree = stop = hop = 0
+    shift = fmt.id_bits
+    for header in headers:
+        labels, _ = fmt.decode(header)
+        for label in labels:
+            kind = label >> shift
+            if kind == KIND_TREE:
+                tree += 1
+            elif kind == KIND_STOP:
+                stop += 1
+            elif kind == KIND_HOP:
+                hop += 1
+            else:
+                raise StackDecodeError(f"label {label:#x} has the invalid type {kind:#b}")
+    return LabelCounts(tree, stop, hop)
+
+
 def validate_widths(label_bits: int, type_bits: int, size_bits: int, bitmask_bits: int,
                     ethertype: int) -> None:
     """Check a set of field widths (shared by :class:`LabelFormat` and strategy params).
@@ -296,5 +339,6 @@ def validate_widths(label_bits: int, type_bits: int, size_bits: int, bitmask_bit
 
 __all__ = [
     "ETHERTYPE_STACK", "FieldRangeError", "KIND_HOP", "KIND_INVALID", "KIND_STOP", "KIND_TREE",
-    "LabelFormat", "SpecError", "StackDecodeError", "validate_widths",
+    "LabelCounts", "LabelFormat", "SpecError", "StackDecodeError", "count_labels",
+    "validate_widths",
 ]
