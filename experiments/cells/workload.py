@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from experiments.cells.spec import Cell
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.packet import Notification
-from sim.dataplanes.seeds import child_rng
+from sim.dataplanes.seeds import child_rng, child_rngs
 from sim.workloads.receivers import Population, receiver_model
 from topologies.model import Topology
 
@@ -100,8 +100,8 @@ def draw_notifications(workload: CellWorkload, count: int, publisher: str | None
     """
     population, seed = workload.population, workload.seed
     publishers = population.publishers
-    for run in range(count):
-        rng = child_rng(seed, "notification", run)
+    # child_rng(seed, "notification", run) of every run, seeded in one batch
+    for run, rng in enumerate(child_rngs(seed, "notification", count)):
         drawn = publishers[int(rng.integers(len(publishers)))]
         sender = drawn if publisher is None else publisher
         view = population.at(run)

@@ -164,9 +164,16 @@ class Caches:
         ``(Identity(Topology), workload key, rng state)`` -> the drawn
         clustered population plan (:mod:`sim.workloads.clustered`). Shared
         by the cells of one seed at other churn levels.
+    base_states : Store
+        ``(strategy class, parameters, Identity(Topology))`` -> the
+        receiver-independent part of that strategy's installs
+        (:meth:`strategies.base.Strategy.state_builder`), which every install
+        of a receiver-scoped strategy builds on. Lives as long as the cells
+        of that topology run.
     """
 
-    __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "clustered_plans")
+    __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "clustered_plans",
+                 "base_states")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -174,6 +181,7 @@ class Caches:
         self.vt_installs: Store[tuple[Any, ...], Any] = Store("vt_installs", 32)
         self.vt_compiled: Store[tuple[Identity, Identity], Any] = Store("vt_compiled", 16)
         self.clustered_plans: Store[tuple[Any, ...], Any] = Store("clustered_plans", 64)
+        self.base_states: Store[tuple[Any, ...], Any] = Store("base_states", 32)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

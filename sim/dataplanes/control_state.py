@@ -121,7 +121,19 @@ class SwitchConfig:
 
     @cached_property
     def _index(self) -> dict[str, _TableIndex]:
-        return {table: _table_index(entries) for table, entries in self.tables.items()}
+        # configs a StateBuilder built on the same base config share one memo: table ->
+        # (its entries, their index), reused while a table is the same tuple
+        shared: dict[str, tuple[tuple[TableEntry, ...], _TableIndex]] | None = \
+            self.__dict__.get("_shared_indexes")
+        if shared is None:
+            return {table: _table_index(entries) for table, entries in self.tables.items()}
+        out = {}
+        for table, entries in self.tables.items():
+            hit = shared.get(table)
+            if hit is None or hit[0] is not entries:
+                hit = shared[table] = (entries, _table_index(entries))
+            out[table] = hit[1]
+        return out
 
     @cached_property
     def _hits(self) -> dict[tuple[str, tuple[int, ...]], TableEntry | None]:
@@ -236,47 +248,97 @@ EMPTY_SWITCH = SwitchConfig()
 
 
 class StateBuilder:
-    """Mutable helper that strategies use to assemble a :class:`ControlState`."""
+    """Mutable helper that strategies use to assemble a :class:`ControlState`.
 
-    def __init__(self) -> None:
-        self._tables: dict[str, dict[str, list[TableEntry]]] = {}
+    ``base``: a state to build on (the receiver-independent rules a strategy
+    installs on every switch, :meth:`strategies.base.Strategy.base_state`).
+    The result equals adding ``base``'s entries, groups and sessions first and
+    then what is added here; switches and tables nothing is added to keep
+    ``base``'s objects (structure sharing: :func:`count_writes` and the
+    lookup memos skip them).
+    """
+
+    def __init__(self, base: ControlState | None = None) -> None:
+        self._base = base
+        #: per switch, per table: entries added here (a list), or ``base``'s tuple
+        self._tables: dict[str, dict[str, list[TableEntry] | tuple[TableEntry, ...]]] = {}
         self._groups: dict[str, dict[int, MulticastGroup]] = {}
         self._sessions: dict[str, dict[int, CloneSession]] = {}
         self._seen: set[tuple[str, Any]] = set()
+        self._seen_tables: set[tuple[str, str]] = set()  # (switch, table) with base keys in _seen
+
+    def _table(self, switch: str, table: str) -> list[TableEntry]:
+        tables = self._tables.get(switch)
+        if tables is None:
+            base = self._base.switches.get(switch) if self._base is not None else None
+            tables = self._tables[switch] = dict(base.tables) if base is not None else {}
+        entries = tables.get(table)
+        if type(entries) is list:
+            return entries
+        if entries is None:
+            out: list[TableEntry] = []
+        else:  # base's tuple: copy it, and know its keys from now on
+            out = list(entries)
+            self._seen.update((switch, e.key) for e in entries)
+        tables[table] = out
+        return out
+
+    def _switch_map(self, own: dict[str, dict[int, Any]], switch: str, attr: str
+                    ) -> dict[int, Any]:
+        got = own.get(switch)
+        if got is None:
+            base = self._base.switches.get(switch) if self._base is not None else None
+            got = own[switch] = dict(getattr(base, attr)) if base is not None else {}
+        return got
 
     def add_entry(self, switch: str, entry: TableEntry) -> None:
         """Add ``entry`` on ``switch``; an identical entry twice is an error."""
+        entries = self._table(switch, entry.table)
         key = (switch, entry.key)
         if key in self._seen:
             raise ValueError(f"duplicate entry on {switch}: {entry}")
         self._seen.add(key)
-        self._tables.setdefault(switch, {}).setdefault(entry.table, []).append(entry)
+        entries.append(entry)
 
     def add_group(self, switch: str, group_id: int, ports: Iterable[int]) -> None:
-        groups = self._groups.setdefault(switch, {})
+        groups = self._switch_map(self._groups, switch, "multicast_groups")
         if group_id in groups:
             raise ValueError(f"multicast group {group_id} defined twice on {switch}")
         groups[group_id] = MulticastGroup(group_id, tuple((p, 1) for p in ports))
 
     def has_group(self, switch: str, group_id: int) -> bool:
-        return group_id in self._groups.get(switch, {})
+        groups = self._groups.get(switch)
+        if groups is None and self._base is not None:
+            return group_id in self._base.config(switch).multicast_groups
+        return groups is not None and group_id in groups
 
     def add_clone_session(self, switch: str, session_id: int, port: int) -> None:
-        self._sessions.setdefault(switch, {})[session_id] = CloneSession(session_id, port)
+        self._switch_map(self._sessions, switch, "clone_sessions")[session_id] = \
+            CloneSession(session_id, port)
 
     def build(self, switches: Iterable[str], publisher_info: Mapping[str, Any] | None = None
               ) -> ControlState:
-        return ControlState(
-            switches={
-                s: SwitchConfig(
-                    tables={t: tuple(es) for t, es in self._tables.get(s, {}).items()},
-                    multicast_groups=self._groups.get(s, {}),
-                    clone_sessions=self._sessions.get(s, {}),
-                )
-                for s in switches
-            },
-            publisher_info=publisher_info or {},
-        )
+        base = self._base.switches if self._base is not None else {}
+        configs: dict[str, SwitchConfig] = {}
+        for s in switches:
+            tables, groups, sessions = (self._tables.get(s), self._groups.get(s),
+                                        self._sessions.get(s))
+            kept = base.get(s)
+            if kept is not None and tables is None and groups is None and sessions is None:
+                configs[s] = kept  # nothing added on this switch: share base's config
+                continue
+            config = configs[s] = SwitchConfig(
+                tables={t: es if type(es) is tuple else tuple(es) for t, es in tables.items()}
+                if tables is not None else (kept.tables if kept is not None else {}),
+                multicast_groups=groups if groups is not None else (
+                    kept.multicast_groups if kept is not None else {}),
+                clone_sessions=sessions if sessions is not None else (
+                    kept.clone_sessions if kept is not None else {}),
+            )
+            if kept is not None:  # share the lookup indexes of base's tables (same tuples)
+                object.__setattr__(config, "_shared_indexes",
+                                   kept.__dict__.setdefault("_shared_indexes", {}))
+        return ControlState(switches=configs, publisher_info=publisher_info or {})
 
 
 # -- writes ---------------------------------------------------------------
@@ -323,6 +385,44 @@ def diff(old: ControlState, new: ControlState) -> list[Write]:
                     adds.append(Write("MODIFY", sw, g))
             dels.extend(Write("DELETE", sw, g) for gid, g in og.items() if gid not in ng)
     return adds + dels
+
+
+def count_writes(old: ControlState, new: ControlState) -> int:
+    """``len(diff(old, new))``, without building the writes.
+
+    Incremental in what two states share: a switch configuration, a table's
+    entry tuple or a group/session mapping that is the same object in both
+    (a :class:`StateBuilder` with a ``base`` keeps them) needs no writes and
+    is not compared. Entry keys name their table, so comparing table by
+    table counts exactly what :func:`diff`'s per-switch comparison does.
+    """
+    count = 0
+    for sw in set(old.switches) | set(new.switches):
+        a, b = old.config(sw), new.config(sw)
+        if a is b:
+            continue
+        ta, tb = a.tables, b.tables
+        for table in ta.keys() | tb.keys():
+            ea, eb = ta.get(table, ()), tb.get(table, ())
+            if ea is eb:
+                continue
+            old_e = {e.key: e for e in ea}
+            new_e = {e.key: e for e in eb}
+            for k, e in new_e.items():
+                o = old_e.get(k, _MISS)
+                if o is _MISS or o != e:
+                    count += 1
+            count += sum(1 for k in old_e if k not in new_e)
+        for og, ng in ((a.multicast_groups, b.multicast_groups),
+                       (a.clone_sessions, b.clone_sessions)):
+            if og is ng:
+                continue
+            for gid, g in ng.items():
+                o = og.get(gid, _MISS)
+                if o is _MISS or o != g:
+                    count += 1
+            count += sum(1 for gid in og if gid not in ng)
+    return count
 
 
 # -- export ---------------------------------------------------------------

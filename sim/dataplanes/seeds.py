@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -32,3 +33,101 @@ def child_rng(root: int, component: str, *path: int) -> np.random.Generator:
     """Generator for ``component`` (and optional integer path, e.g. run index)."""
     seq = np.random.SeedSequence([root, *path], spawn_key=(zlib.crc32(component.encode()),))
     return np.random.Generator(np.random.PCG64(seq))
+
+
+# -- many runs of one component: child_rng's generators, seeded in one batch --------
+#
+# ``child_rng(root, component, run)`` builds a SeedSequence and a PCG64 per run
+# (about 14 us). :func:`child_rngs` computes the same PCG64 states for a range of
+# runs at once: numpy's SeedSequence hash (``numpy/random/bit_generator.pyx``,
+# ``mix_entropy`` and ``generate_state``) vectorised over the runs, then PCG64's
+# seeding (``pcg64_set_seed``: state = 0, inc = 2 seq + 1, step, add, step). The
+# generators are bit for bit those of child_rng (tests/sim/test_seeds.py).
+
+_INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
+_INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
+_MIX_MULT_L, _MIX_MULT_R = 0xCA01F9DD, 0x4973F715
+_M32 = 0xFFFFFFFF
+_POOL = 4
+_PCG_MULT = (2549297995355413924 << 64) + 4865540595714422341
+_M128 = (1 << 128) - 1
+
+
+def _uint32_words(value: int) -> list[int]:
+    """numpy's ``_int_to_uint32_array``: little-endian 32-bit words, [0] for 0."""
+    if value == 0:
+        return [0]
+    words = []
+    while value > 0:
+        words.append(value & _M32)
+        value >>= 32
+    return words
+
+
+def _pcg64_states(root: int, component: str, runs: range) -> list[tuple[int, int]]:
+    """PCG64 (state, inc) of ``child_rng(root, component, run)`` for each run in ``runs``."""
+    n = len(runs)
+    root_words = _uint32_words(root)
+    prefix = len(root_words) + 1  # every run below 2**32 is one word
+    entropy = np.zeros((max(prefix, _POOL) + 1, n), dtype=np.uint32)
+    for i, w in enumerate(root_words):
+        entropy[i] = w
+    entropy[len(root_words)] = np.arange(runs.start, runs.stop, runs.step, dtype=np.uint64
+                                         ).astype(np.uint32)
+    entropy[-1] = zlib.crc32(component.encode())  # the spawn key, after padding to the pool
+    hash_const = _INIT_A
+
+    def hashmix(value: np.ndarray) -> np.ndarray:
+        nonlocal hash_const
+        value = value ^ np.uint32(hash_const)
+        hash_const = (hash_const * _MULT_A) & _M32
+        value = value * np.uint32(hash_const)
+        return value ^ (value >> np.uint32(16))
+
+    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        result: np.ndarray = np.uint32(_MIX_MULT_L) * x - np.uint32(_MIX_MULT_R) * y
+        return result ^ (result >> np.uint32(16))
+
+    pool = [hashmix(entropy[i]) for i in range(_POOL)]
+    for src in range(_POOL):
+        for dst in range(_POOL):
+            if src != dst:
+                pool[dst] = mix(pool[dst], hashmix(pool[src]))
+    for src in range(_POOL, len(entropy)):
+        for dst in range(_POOL):
+            pool[dst] = mix(pool[dst], hashmix(entropy[src]))
+    words = []
+    hash_const = _INIT_B
+    for i in range(8):  # generate_state(4, uint64): 8 uint32 words, two per uint64
+        value = pool[i % _POOL] ^ np.uint32(hash_const)
+        hash_const = (hash_const * _MULT_B) & _M32
+        value = value * np.uint32(hash_const)
+        words.append((value ^ (value >> np.uint32(16))).astype(np.uint64))
+    u64 = [(words[2 * k + 1] << np.uint64(32)) | words[2 * k] for k in range(4)]
+    out = []
+    for s0, s1, i0, i1 in zip(*(w.tolist() for w in u64), strict=True):
+        inc = (((i0 << 64) | i1) << 1 | 1) & _M128
+        state = (inc + ((s0 << 64) | s1)) & _M128  # one step from 0 gives inc; add the seed
+        out.append(((state * _PCG_MULT + inc) & _M128, inc))  # and step again
+    return out
+
+
+def child_rngs(root: int, component: str, runs: int) -> Iterator[np.random.Generator]:
+    """``child_rng(root, component, run)`` for run = 0, 1, ..., ``runs`` - 1, in order.
+
+    One generator, re-seeded per run with exactly the state child_rng would
+    give it: draw from each before asking for the next (the previous one is
+    the same object, now at the next run's state). Its ``bit_generator.seed_seq``
+    is not the run's SeedSequence: callers that ``spawn`` need :func:`child_rng`.
+    """
+    if runs >= 1 << 32:  # two-word runs: not batched
+        yield from (child_rng(root, component, run) for run in range(runs))
+        return
+    bits = np.random.PCG64(0)
+    rng = np.random.Generator(bits)
+    batch = 4096
+    for start in range(0, runs, batch):
+        for state, inc in _pcg64_states(root, component, range(start, min(runs, start + batch))):
+            bits.state = {"bit_generator": "PCG64", "state": {"state": state, "inc": inc},
+                          "has_uint32": 0, "uinteger": 0}
+            yield rng

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -218,7 +219,7 @@ def step_x(spec: str, run: int) -> float | None:
 def _sample(hosts: list[str], k: int, rng: np.random.Generator) -> frozenset[str]:
     if not k:
         return frozenset()
-    return frozenset(hosts[i] for i in rng.choice(len(hosts), size=k, replace=False))
+    return frozenset([hosts[i] for i in rng.choice(len(hosts), size=k, replace=False).tolist()])
 
 
 # -- uniform ----------------------------------------------------------------
@@ -240,10 +241,19 @@ class UniformPopulation(PopulationBase):
     def publishers(self) -> tuple[str, ...]:
         return self.topology.hosts
 
+    @cached_property
+    def _others(self) -> dict[str, tuple[list[str], int]]:
+        """Publisher -> the other hosts (topology order) and how many receive; filled on use."""
+        return {}
+
     def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
-        others = [h for h in self.topology.hosts if h != publisher]
-        k = min(round(self.percent / 100 * len(self.topology.hosts)), len(others))
-        return _sample(others, k, rng)
+        known = self._others.get(publisher)
+        if known is None:
+            hosts = self.topology.hosts
+            others = [h for h in hosts if h != publisher]
+            known = self._others[publisher] = (
+                others, min(round(self.percent / 100 * len(hosts)), len(others)))
+        return _sample(*known, rng)
 
 
 @register_receiver_model("uniform", UniformParams,

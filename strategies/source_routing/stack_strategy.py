@@ -169,13 +169,19 @@ def check_bitmask_rules(ports: Iterable[int]) -> tuple[TableEntry, ...]:
     catch-all ``drop_original`` (:data:`BITMASK_DROP_PRIORITY`, lower, so it
     only matches what no port rule does) ends the original when no servable
     bit is left (Listing 3.6). Both priorities are >= 1: P4Runtime rejects
-    priority 0 in tables with a ternary field.
+    priority 0 in tables with a ternary field. Switches with the same ports
+    share one tuple.
     """
+    return _check_bitmask_rules(tuple(sorted(ports)))
+
+
+@lru_cache(maxsize=64)
+def _check_bitmask_rules(ports: tuple[int, ...]) -> tuple[TableEntry, ...]:
     rules = [TableEntry(table=CHECK_BITMASK,
                         match=((KEY_ENTRY_VALUE, Ternary(1 << (p - 1), (1 << p) - 1)),),
                         action=FORWARD_PKT, params=(("clone_port", p), ("bit_pos", 1 << (p - 1))),
                         priority=BITMASK_FORWARD_PRIORITY)
-             for p in sorted(ports)]
+             for p in ports]
     rules.append(TableEntry(table=CHECK_BITMASK, match=((KEY_ENTRY_VALUE, Ternary(0, 0)),),
                             action=DROP_ORIGINAL, priority=BITMASK_DROP_PRIORITY))
     return tuple(rules)

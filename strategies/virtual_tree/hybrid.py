@@ -203,12 +203,16 @@ class Hybrid(VirtualTreeModel, Strategy):
     scope = "receivers"
     summary = "stored tree of stable subscribers + hop labels for dynamic ones (x:y hop:tree)"
 
+    def base_rules(self, builder: StateBuilder, topology: Topology) -> None:
+        """Hop, stop and ``extract_port`` rules and clone sessions of every switch."""
+        fmt = label_format(self.params)
+        for sw in topology.switches:
+            install_port_rules(builder, topology, sw, fmt)
+
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)
         _, tree_percent = parse_ratio(self.params.ratio)
-        builder = StateBuilder()
-        for sw in topology.switches:
-            install_port_rules(builder, topology, sw, fmt)
+        builder = self.state_builder(topology)
         per_publisher: dict[str, dict[str, Any]] = {}
         per_set: dict[str, dict[str, Any]] = {}
         next_id = len(topology.hosts) + 1

@@ -118,13 +118,17 @@ class StoredTree(VirtualTreeModel, Strategy):
     scope = "receivers"
     summary = "one stored tree per receiver set, referenced by one tree label"
 
+    def base_rules(self, builder: StateBuilder, topology: Topology) -> None:
+        """``bitmask``: the ``extract_port`` helpers and clone sessions of every switch."""
+        if self.params.variant == "bitmask":
+            fmt = label_format(self.params)
+            for sw in topology.switches:
+                install_port_rules(builder, topology, sw, fmt, hops=False, stops=False)
+
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)
         params: TreeParams = self.params
-        builder = StateBuilder()
-        if params.variant == "bitmask":
-            for sw in topology.switches:
-                install_port_rules(builder, topology, sw, fmt, hops=False, stops=False)
+        builder = self.state_builder(topology)
         build = steiner_tree if params.tree == "steiner" else shortest_path_tree
         trees: dict[str, int] = {}
         for pub in knowledge.publishers:

@@ -30,9 +30,7 @@ Seed 000 §3.5.4 (delay constants, ALM, 204 copies = 20.4 ms); digest ch. 1-4
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +42,7 @@ from sim.dataplanes.delivery import DeliveryCounts, SwitchCount, broker_node
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.pipeline import PipelineResult
 from sim.dataplanes.seeds import child_rng
+from sim.engines.gc_thresholds import RUN_GC_THRESHOLDS, rare_gc  # noqa: F401 (re-exported)
 from sim.engines.static import BrokerHost
 from sim.engines.timed.config import TimedConfig, Workload
 from sim.engines.timed.metrics import TimeWeighted
@@ -541,29 +540,6 @@ class TimedEngine:
             q["mean"] /= max(q.pop("n"), 1.0)
         return TimedResult(t_end=t_end, recorder=self.recorder, queues=queues,
                            events=events_scheduled(self.env))
-
-
-#: cyclic-GC thresholds while a run is under way (CPython's default: 700, 10, 10)
-RUN_GC_THRESHOLDS = (100_000, 50, 100)
-
-
-@contextmanager
-def rare_gc() -> Iterator[None]:
-    """Collect reference cycles rarely while the block runs (thresholds restored after).
-
-    A run allocates millions of short-lived tuples and keeps a growing
-    record; at CPython's default thresholds the cyclic collector rescans
-    that record again and again (about a quarter of the run time of
-    ``stackcast bench timed``). The engine frees its per-event objects by
-    reference counting; the cycles some strategies' encoders leave are still
-    collected, only less often.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(*RUN_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def events_scheduled(env: simpy.Environment) -> int:
