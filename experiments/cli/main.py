@@ -334,6 +334,30 @@ def cmd_report(args: argparse.Namespace) -> int:
     return _report(results, report_dir(results, args.out), args.runner, args.master)
 
 
+def _bench_scaling(args: argparse.Namespace) -> int:
+    """``bench scaling``: peak memory per (topology, strategy), one process each."""
+    from tqdm import tqdm
+
+    from experiments.bench.scaling import all_strategies, format_scaling, run_scaling
+
+    try:
+        sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"--sizes: comma-separated switch counts, got {args.sizes!r}") from None
+    names = [x.strip() for x in args.strategies.split(",") if x.strip()] \
+        if args.strategies else list(all_strategies())
+    bad = [n for n in names if n not in all_strategies()]
+    if bad:
+        raise CliError(f"--strategies: unknown strategy {bad[0]!r}")
+    runs = len(sizes) * len(names) + (0 if args.no_fattree else 4)
+    with tqdm(total=runs, desc="bench scaling", unit="run", disable=args.quiet,
+              dynamic_ncols=True) as bar:
+        result = run_scaling(sizes, names, not args.no_fattree, timeout_s=args.timeout_s,
+                             tick=lambda rec: bar.update(1))
+    print(json.dumps(result, indent=2) if args.json else format_scaling(result))
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.target in ("suite", "static", "encoder", "cells", "ch6"):
         from experiments.bench.suite import DEFAULT_ITEMS, ITEMS, format_suite, run_suite
@@ -357,6 +381,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                           static_notifications=args.notifications)
         print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
         return 0
+    if args.target == "scaling":
+        return _bench_scaling(args)
     if args.target == "timed":
         from tqdm import tqdm
 
@@ -459,7 +485,8 @@ def _recommend_training(args: argparse.Namespace) -> int:
     print(f"learned k-NN (k={held['k']}) against the simulated answer, leave one network out "
           f"({held['points']} points, {held['networks']} networks of {where}): "
           f"{held['exact']:.0%} exact, {held['not_separable']:.0%} not separable from the best; "
-          f"always {held['majority']}: {held['majority_exact']:.0%}")
+          f"always {held['majority']}: {held['majority_exact']:.0%} / "
+          f"{held['majority_not_separable']:.0%}")
     return 0
 
 
@@ -567,7 +594,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "engine, Spark; ch6-churn end to end on demand), each "
                                          "figure with its ratio to a same-run reference")
     bench.add_argument("target", nargs="?", default="suite",
-                       choices=["suite", "static", "encoder", "timed", "spark", "cells", "ch6"],
+                       choices=["suite", "static", "encoder", "timed", "spark", "cells", "ch6",
+                                "scaling"],
                        help="suite (default: static, encoder, timed, spark), one item, or ch6 "
                             "(wall time of experiments/specs/ch6-churn.toml on local[2]; long)")
     bench.add_argument("--items", help="suite: comma-separated items (static, encoder, timed, "
@@ -588,6 +616,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="timed: simulated seconds of publishing (default 0.2)")
     bench.add_argument("--cells", type=int, default=12,
                        help="cells of the CPU-bound sweep (default 12)")
+    bench.add_argument("--sizes", default="50,255,1000,4000",
+                       help="scaling: jellyfish switch counts (default 50,255,1000,4000)")
+    bench.add_argument("--strategies", help="scaling: comma-separated strategies (default all)")
+    bench.add_argument("--no-fattree", action="store_true",
+                       help="scaling: skip fattree:k=48")
+    bench.add_argument("--timeout-s", type=float, default=900.0,
+                       help="scaling: seconds per (topology, strategy) run (default 900)")
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     bench.set_defaults(func=cmd_bench)
@@ -602,8 +637,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--method", choices=["simulate", "learned"], default=None,
                      help="simulate the strategies on the topology (default), or ask the "
                           "k-NN learned from the shipped training set (or --results)")
-    rec.add_argument("--seeds", type=int, default=10,
-                     help="simulate: seeds (workload replications; default 10)")
+    rec.add_argument("--seeds", type=int, default=20,
+                     help="simulate: seeds (workload replications; default 20)")
     rec.add_argument("--notifications", type=int, default=20,
                      help="simulate: notifications per seed and strategy (default 20)")
     rec.add_argument("--seed", type=int, default=1, help="simulate: first seed (default 1)")
