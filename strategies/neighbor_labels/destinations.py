@@ -30,12 +30,20 @@ Seed 000 §4.2.2 (Fig. 4.2), §4.4.2 (Fig. 4.6, n^2 rules); digest ch. 1-4 §3.7
 
 from __future__ import annotations
 
-from sim.dataplanes.control_state import ControlState, StateBuilder
+from sim.dataplanes.control_state import ControlState, StateBuilder, SwitchConfig
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.neighbor_labels.codec import dest_label
-from sim.dataplanes.neighbor_labels.reference import dest_entry, install_clone_sessions
-from sim.dataplanes.trees import next_hop_port
+from sim.dataplanes.neighbor_labels.destinations_walk import destinations_fast_path
+from sim.dataplanes.neighbor_labels.reference import (
+    CHECK_DEST,
+    dest_entry,
+    install_clone_sessions,
+)
+from sim.dataplanes.trees import next_hop_port, shortest_path_tables
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 from strategies.base import Knowledge, register_strategy
+from strategies.frame_size import frame_limit
 from strategies.neighbor_labels.label_strategy import NeighborLabelStrategy, Stacks
 from strategies.virtual_tree.labels import label_format
 from topologies.model import Topology
@@ -48,17 +56,33 @@ class Destinations(NeighborLabelStrategy):
     name = "destinations"
     summary = "subscriber ids in the header; one path rule per host on every switch"
 
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The walk over the per-host paths of
+        :mod:`sim.dataplanes.neighbor_labels.destinations_walk` (seed 000 §4.2.2); None
+        for subclasses, which may change ``encode``, ``host_receive`` or
+        ``extra_metrics``, and where host ids or ports do not fit the labels."""
+        if type(self) is not Destinations:
+            return None
+        return destinations_fast_path(topology, delays, self.encode,
+                                      fmt=label_format(self.params),
+                                      frame_limit=frame_limit(self.params.mtu_bytes,
+                                                              self.params.on_oversize))
+
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         """One ``check_dest`` rule per (switch, host) and one clone session per port."""
         fmt = label_format(self.params)
+        hosts, home = topology.hosts, topology.host_switch
+        tables = shortest_path_tables(  # S x H rules sharing one entry per (host, port)
+            topology, [(home(h), topology.port_to(home(h), h)) for h in hosts],
+            lambda k, port: dest_entry(fmt, topology, hosts[k], port))
         builder = StateBuilder()
-        for host in topology.hosts:
-            for sw in topology.switches:
-                builder.add_entry(sw, dest_entry(fmt, topology, host,
-                                                 next_hop_port(topology, sw, host)))
         for sw in topology.switches:
             install_clone_sessions(builder, topology, sw, fmt)
-        return builder.build(topology.switches)
+        sessions = builder.build(topology.switches)
+        return ControlState(switches={
+            sw: SwitchConfig(tables={CHECK_DEST: t} if t else {},
+                             clone_sessions=sessions.config(sw).clone_sessions)
+            for sw, t in zip(topology.switches, tables, strict=True)})
 
     def stacks(self, topology: Topology, fmt: LabelFormat, publisher: str,
                receivers: frozenset[str]) -> Stacks:

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sim.dataplanes.control_state import ControlState, MulticastGroup, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.source_routing.codec import (
     TAG_BITMASK,
     TAG_MCGROUP,
@@ -147,6 +149,24 @@ class Mixed(StackStrategy):
     def pruning(self) -> Pruning:
         """The ``pruning`` parameter (per-type by default, digest §3.11)."""
         return self.params.pruning
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The closed-form tree walk (:mod:`sim.dataplanes.source_routing.fast_path_entries`)
+        on shortest-path trees in port order with ``groups=all`` (every mc-group
+        switch gets one group entry); None for ``groups=used`` (the entries depend on
+        the installed groups), unknown ``mcgroup_switches`` and subclasses, which may
+        change ``encode``, ``host_receive`` or ``extra_metrics``."""
+        if type(self) is not Mixed or self.params.groups != "all":
+            return None
+        try:
+            mc = frozenset(self.mcgroup_switches(topology))
+        except ValueError:
+            return None  # install raises the same error
+        pruning = self.params.pruning
+        predictive = ((True, False, False) if pruning == "per-type"
+                      else (pruning == "predictive",) * 3)
+        return self.tree_walk_fast_path(topology, delays, "mixed", fallback=self.params.fallback,
+                                        predictive=predictive, mc_switches=mc)
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)

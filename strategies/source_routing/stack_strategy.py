@@ -331,15 +331,17 @@ class StackStrategy(Strategy):
         check_switch_ids(topology, self.layout.id_bits)
 
     def tree_walk_fast_path(self, topology: Topology, delays: DelayModel,
-                            kind: Literal["bitmask", "port"],
-                            pruning: Literal["predictive", "reactive"]) -> FastPath | None:
+                            kind: Literal["bitmask", "port", "mcgroup", "mixed"],
+                            pruning: Literal["predictive", "reactive"] = "reactive",
+                            **walk: Any) -> FastPath | None:
         """The closed-form walk of :mod:`sim.dataplanes.source_routing.fast_path` for
         this strategy's stacks, or None where it does not model them exactly.
 
         It covers shortest-path trees in port order (the preorder the closed
         forms assume, seed 000 §3.2) whose fields address ``topology``; the
         strategies whose encoder it models call it from their
-        :meth:`~strategies.base.Strategy.fast_path` hook.
+        :meth:`~strategies.base.Strategy.fast_path` hook; ``walk`` are the
+        mcgroup/mixed settings of :func:`source_routing_fast_path`.
         """
         if self.params.tree != "spt" or self.params.stack_order != "port":
             return None
@@ -350,7 +352,7 @@ class StackStrategy(Strategy):
         return source_routing_fast_path(
             topology, delays, self.encode, layout=self.layout, kind=kind, pruning=pruning,
             stack_size=self.stack_size,
-            frame_limit=frame_limit(self.params.mtu_bytes, self.params.on_oversize))
+            frame_limit=frame_limit(self.params.mtu_bytes, self.params.on_oversize), **walk)
 
     def tree_for(self, topology: Topology, publisher: str, receivers: Iterable[str]
                  ) -> Tree | None:

@@ -39,6 +39,8 @@ from functools import lru_cache
 from typing import Literal
 
 from sim.dataplanes.control_state import ControlState, MulticastGroup, StateBuilder
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.source_routing.codec import StackEntry, StackLayout
 from sim.dataplanes.source_routing.reference import (
     CONTINUE_SESSION,
@@ -167,6 +169,19 @@ class SwitchMcgroup(StackStrategy):
     def mc_subsets(self) -> int:
         """c of ``groups=subsets`` (1 otherwise)."""
         return int(self.params.c)
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The closed-form tree walk (:mod:`sim.dataplanes.source_routing.fast_path_entries`)
+        on shortest-path trees in port order with every group of the port blocks
+        installed (``groups=all`` or ``subsets``, group id = port bitmask); None for
+        ``groups=used`` (which groups exist depends on the installed knowledge) and
+        for subclasses, which may change ``encode``, ``host_receive`` or
+        ``extra_metrics``."""
+        if type(self) is not SwitchMcgroup:
+            return None
+        if self.params.groups == "used" or self.params.group_ids != "bitmask":
+            return None
+        return self.tree_walk_fast_path(topology, delays, "mcgroup", subsets=self.mc_subsets())
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)

@@ -13,7 +13,7 @@ from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import Delivery, SwitchCount, SwitchTotal, row_metrics
 from sim.dataplanes.packet import Encoding, Notification
 from sim.dataplanes.pipeline import PipelineResult
-from sim.engines.timed.engine import NoteRecord
+from sim.engines.timed.engine import NoteRecord, Recorder
 
 RECEIVERS = frozenset({"h1", "h2", "h3"})
 DELIVERED = {"h1": 1, "h2": 3, "h9": 2}  # h3 missed, h9 not a receiver, 2 + 1 duplicates
@@ -42,7 +42,11 @@ def test_static_and_timed_records_count_the_same():
     note = NoteRecord(nid=0, notification=Notification(0, "h0"), receivers=RECEIVERS,
                       encoded_for=RECEIVERS, view_state=ControlState(switches={}),
                       delivered=dict(DELIVERED))
-    counted(note.switches)
+    recorder = Recorder()
+    recorder.publish(0.0, note)
+    for sw, results in RUNS.items():  # the timed engine aggregates as the runs stream in
+        for result in results:
+            recorder.processed(sw, result, note.nid)
     expected = {"false_positives": 1, "false_negatives": 1, "duplicates": 3, "passes": 7,
                 "recirculations": 4, "lookups": 12, "circulations_simplified": 2,
                 "max_switch_passes": 6}

@@ -29,6 +29,8 @@ batch of notifications at once. The walks (:data:`WALKS`):
     The tree's nodes in preorder (root omitted); like predictive switch-port
     except that a copy stops looking up labels at the next neighbour label
     (configured by :mod:`sim.dataplanes.neighbor_labels.fast_path`).
+``mcgroup``, ``mixed``: switch/mc-group stacks (§3.3.3) and tagged mixed stacks (§3.3.4)
+    The closed forms of :mod:`sim.dataplanes.source_routing.fast_path_entries`.
 
 How: per topology, the spanning shortest-path tree from every root switch
 (the tree of :func:`sim.dataplanes.trees.shortest_path_tree`, hosts as
@@ -51,7 +53,7 @@ reference: :meth:`TreeWalkFastPath.metrics` returns ``None`` for such a
 notification. Which strategies and parameters map to a walk (shortest-path
 trees in port order only) is the strategies' call, in their
 :meth:`~strategies.base.Strategy.fast_path` hooks (switch-bitmask,
-switch-port, hops); :func:`source_routing_fast_path` configures the walk
+switch-port, switch-mcgroup, mixed, hops); :func:`source_routing_fast_path` configures the walk
 from a :class:`~sim.dataplanes.source_routing.codec.StackLayout`.
 ``tests/sim/test_fast_paths.py`` checks on random topologies, receiver sets
 and parameters that :meth:`TreeWalkFastPath.delivery` equals the reference
@@ -78,6 +80,11 @@ from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
 from sim.dataplanes.fast_path import Encoder
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from sim.dataplanes.source_routing.codec import StackLayout
+from sim.dataplanes.source_routing.fast_path_entries import (
+    EntryTables,
+    mcgroup_counts,
+    mixed_counts,
+)
 from sim.dataplanes.tree_tables import tree_tables
 from topologies.model import Topology
 from topologies.registry import check
@@ -88,8 +95,9 @@ BATCH = 256
 # -- the fast path ----------------------------------------------------------------
 
 #: The walks :class:`TreeWalkFastPath` computes (see the module docstring).
-Walk = Literal["bitmask", "port-predictive", "port-reactive", "hops"]
-WALKS: tuple[Walk, ...] = ("bitmask", "port-predictive", "port-reactive", "hops")
+Walk = Literal["bitmask", "port-predictive", "port-reactive", "hops", "mcgroup", "mixed"]
+WALKS: tuple[Walk, ...] = ("bitmask", "port-predictive", "port-reactive", "hops", "mcgroup",
+                           "mixed")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +118,15 @@ class StackWalk:
     frame_limit : int
         Largest header + payload in bytes (the MTU policy's); larger frames
         go to the reference.
+    subsets : int
+        ``mcgroup``: c, the port blocks of each switch's groups.
+    fallback : {"bitmask", "port"}
+        ``mixed``: the entry kind of switches without multicast groups.
+    predictive : tuple of bool
+        ``mixed``: whether copies of port, bitmask and mc-group entries prune
+        predictively.
+    mc_switches : frozenset of str
+        ``mixed``: the switches that hold every multicast group.
     """
 
     walk: Walk
@@ -117,20 +134,31 @@ class StackWalk:
     entry_bytes: int
     max_entries: int
     frame_limit: int
+    subsets: int = 1
+    fallback: Literal["bitmask", "port"] = "bitmask"
+    predictive: tuple[bool, bool, bool] = (False, False, False)
+    mc_switches: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         check(self.walk in WALKS, f"walk must be one of {', '.join(WALKS)}; got {self.walk!r}")
         check(self.size_bytes >= 0 and self.entry_bytes > 0,
               f"stack widths must be positive; got size_bytes={self.size_bytes}, "
               f"entry_bytes={self.entry_bytes}")
+        check(self.subsets >= 1, f"subsets must be >= 1, got {self.subsets}")
+        check(self.fallback in ("bitmask", "port"),
+              f"fallback must be bitmask or port; got {self.fallback!r}")
 
 
 def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, *,
-                             layout: StackLayout, kind: Literal["bitmask", "port"],
+                             layout: StackLayout,
+                             kind: Literal["bitmask", "port", "mcgroup", "mixed"],
                              pruning: Literal["predictive", "reactive"], stack_size: int,
-                             frame_limit: int, impl: str = "auto") -> TreeWalkFastPath:
-    """The fast path of a switch/bitmask or switch/port stack in preorder of the
-    shortest-path tree, children in port order.
+                             frame_limit: int, impl: str = "auto", subsets: int = 1,
+                             fallback: Literal["bitmask", "port"] = "bitmask",
+                             predictive: tuple[bool, bool, bool] = (False, False, False),
+                             mc_switches: frozenset[str] = frozenset()) -> TreeWalkFastPath:
+    """The fast path of a switch/bitmask, switch/port, switch/mc-group or mixed stack
+    in preorder of the shortest-path tree, children in port order.
 
     Parameters
     ----------
@@ -140,10 +168,13 @@ def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Enc
         The strategy's encoder (its packets go into :meth:`TreeWalkFastPath.delivery`).
     layout : StackLayout
         Field widths of the stack.
-    kind : {"bitmask", "port"}
+    kind : {"bitmask", "port", "mcgroup", "mixed"}
         ``<switch id, port bitmask>`` entries per tree switch (always
-        reactive pruning, seed 000 §3.3.2) or ``<switch id, port>`` entries
-        per tree edge (§3.3.1).
+        reactive pruning, seed 000 §3.3.2), ``<switch id, port>`` entries
+        per tree edge (§3.3.1), ``<switch id, group = port bitmask>`` entries
+        per tree switch with every group of ``subsets`` port blocks installed
+        (§3.3.3), or tagged entries (§3.3.4) as in
+        :mod:`sim.dataplanes.source_routing.fast_path_entries`.
     pruning : {"predictive", "reactive"}
         Clone post-processing of switch/port stacks (Listing 3.3).
     stack_size : int
@@ -152,14 +183,18 @@ def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Enc
         Largest header + payload in bytes.
     impl : {"auto", "jit", "numpy"}
         As in :class:`TreeWalkFastPath`.
+    subsets, fallback, predictive, mc_switches
+        mcgroup and mixed stacks: as in :class:`StackWalk`.
 
     The caller has checked that the widths address ``topology`` (the
     reference raises the same error per notification otherwise).
     """
-    walk: Walk = ("bitmask" if kind == "bitmask"
+    walk: Walk = (kind if kind != "port"
                   else "port-predictive" if pruning == "predictive" else "port-reactive")
     shape = StackWalk(walk=walk, size_bytes=layout.size_bytes, entry_bytes=layout.entry_bytes,
-                      max_entries=min(layout.max_entries, stack_size), frame_limit=frame_limit)
+                      max_entries=min(layout.max_entries, stack_size), frame_limit=frame_limit,
+                      subsets=subsets, fallback=fallback, predictive=predictive,
+                      mc_switches=mc_switches)
     return TreeWalkFastPath(topology, shape, delays, encode, impl)
 
 
@@ -186,6 +221,7 @@ class _Batch:
     simplified: np.ndarray
     entries: np.ndarray       # header entries per notification
     pub_bytes: np.ndarray     # bytes of the publisher's frame per notification
+    drops: np.ndarray | None = None  # originals dropped per node (None: one per switch)
 
 
 class TreeWalkFastPath:
@@ -227,6 +263,8 @@ class TreeWalkFastPath:
         self.delays = delays
         self.encode = encode
         self.tables = tree_tables(topology)
+        self.entry_tables = (EntryTables(topology, self.tables, shape.subsets, shape.mc_switches)
+                             if shape.walk in ("mcgroup", "mixed") else None)
         self._gid = self.tables.gid
         self._hosts = frozenset(topology.hosts)
         self._buffers: dict[str, np.ndarray] = {}
@@ -308,6 +346,7 @@ class TreeWalkFastPath:
         encoding = self.encode(self.topology, state, notification, receivers, payload)
         out = Delivery(publisher=pub, receivers=receivers, encoding=encoding)
         out.links[(pub, names[b.node[0]])] = [1, int(b.pub_bytes[0])]
+        drops = None if b.drops is None else b.drops.tolist()
         for i, g in enumerate(b.node.tolist()):
             name = names[g]
             if g >= n_sw:
@@ -317,7 +356,7 @@ class TreeWalkFastPath:
                 out.switches[name] = SwitchCount(
                     passes=int(b.passes[i]), recirculations=int(b.recirculations[i]),
                     lookups=int(b.lookups[i]), circulations_simplified=int(b.simplified[i]))
-                out.drops += 1
+                out.drops += 1 if drops is None else drops[i]
             if b.parent[i] >= 0:
                 out.links[(names[b.node[b.parent[i]]], name)] = [1, int(b.frame_bytes[i])]
         return out
@@ -348,6 +387,8 @@ class TreeWalkFastPath:
     def _run(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
              payload_bytes: int) -> _Batch:
         self.tables.ensure(rows)
+        if self.entry_tables is not None:
+            self.entry_tables.ensure(rows)
         if self.impl == "jit":
             return self._run_jit(rows, recv, pub_delay, payload_bytes)
         return self._run_numpy(rows, recv, pub_delay, payload_bytes)
@@ -359,23 +400,29 @@ class TreeWalkFastPath:
         t, fam, d = self.tables, self.shape, self.delays
         kind = KERNEL_CODES[fam.walk]
         nb = len(rows)
-        out_i = self._buffer("out_i", (7, nb * t.size), np.int64)
+        out_i = self._buffer("out_i", (8, nb * t.size), np.int64)
         out_t = self._buffer("out_t", (nb * t.size,), np.float64)
-        scratch = self._buffer("scratch", (9, max(nb * t.size, t.size + 1)), np.int64)
+        scratch = self._buffer("scratch", (16, max(nb * t.size, t.size + 1)), np.int64)
         mark = self._buffer("mark", (t.size,), np.int64)  # zeros, and the kernel leaves it so
         starts = np.empty(nb, np.int64)
         entries = np.empty(nb, np.int64)
         base = ETH_HEADER_BYTES + payload_bytes + fam.size_bytes
         if batch_kernel is None:  # numba went away after construction
             raise RuntimeError("the compiled fast-path kernel is not available")
+        et = self.entry_tables
+        block, is_mc = ((et.block, et.is_mc) if et is not None
+                        else (np.zeros((1, 1), np.int64), np.zeros(1, np.int64)))
+        config = np.array([fam.subsets, fam.fallback == "port", *fam.predictive], np.int64)
         k = batch_kernel(kind, t.parent, t.end, t.delay, t.is_switch, t.node, t.pos_of, rows,
                          recv.ids, recv.counts, pub_delay, d.feed_in_s, d.switch_s, d.pass_s,
-                         base, fam.entry_bytes, out_i, out_t, starts, entries, scratch, mark)
-        node, par, frame_bytes, passes, recirculations, lookups, simplified = out_i[:, :k]
+                         base, fam.entry_bytes, out_i, out_t, starts, entries, scratch, mark,
+                         block, is_mc, config)
+        node, par, frame_bytes, passes, recirculations, lookups, simplified, drops = out_i[:, :k]
         return _Batch(starts=starts, node=node, parent=par, t=out_t[:k],
                       frame_bytes=frame_bytes, passes=passes, recirculations=recirculations,
                       lookups=lookups, simplified=simplified, entries=entries,
-                      pub_bytes=base + fam.entry_bytes * entries)
+                      pub_bytes=base + fam.entry_bytes * entries,
+                      drops=drops if et is not None else None)
 
     def _buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """A reused work array at least ``shape`` large (fresh memory costs page faults).
@@ -420,15 +467,10 @@ class TreeWalkFastPath:
         lv = t.depth.ravel()[tix]
         by_level = np.argsort(lv.astype(np.int16), kind="stable")  # by depth (radix sort)
         is_sw = t.is_switch.ravel()[tix]               # 1 for switches, 0 for hosts
+        bounds = np.searchsorted(lv[by_level], np.arange(1, int(lv.max(initial=0)) + 2))
+        drops = None
         # hosts have no children, no arriving stack to scan: every count below is 0 for them
-        if fam.walk == "bitmask":
-            before = np.cumsum(is_sw) - is_sw          # tree switches before, whole batch
-            pos = before - before[starts][b_of]        # index of the switch's stack entry
-            entries = np.add.reduceat(is_sw, starts)
-            q = (pos - pos[par] - 1) * (is_sw * nr)    # foreign entries popped
-            passes = q + m
-            lookups = q + 2 * m
-            simplified = m
+        if fam.walk in ("bitmask", "mixed"):
             # siblings are contiguous, in port order, among a level's nodes in preorder
             pks, lvs = par[by_level], lv[by_level]
             new_run = np.ones(k, bool)
@@ -436,6 +478,34 @@ class TreeWalkFastPath:
             at = np.arange(k)
             sib = np.empty(k, np.intp)
             sib[by_level] = at - np.maximum.accumulate(np.where(new_run, at, 0)) + 1
+        if fam.walk in ("mcgroup", "mixed"):
+            et = self.entry_tables
+            assert et is not None  # built for these walks
+            if fam.walk == "mcgroup":
+                got = mcgroup_counts(subsets=fam.subsets, is_sw=is_sw, nr=nr, par=par,
+                                     starts=starts, b_of=b_of, block=et.block.ravel()[tix])
+            else:
+                def w_end(w: np.ndarray) -> np.ndarray:
+                    grid = np.zeros((nb, n + 1), np.int64)
+                    grid[b_of, loc + 1] = w
+                    np.cumsum(grid, axis=1, out=grid)
+                    return grid.ravel()[b_of * (n + 1) + t.end.ravel()[tix]]
+
+                got = mixed_counts(fallback_port=fam.fallback == "port",
+                                   predictive=fam.predictive, is_sw=is_sw,
+                                   is_mc=et.is_mc[t.node.ravel()[tix]], nr=nr, par=par, m=m,
+                                   sib=sib, starts=starts, b_of=b_of, w_end=w_end,
+                                   by_level=by_level, bounds=bounds)
+            passes, lookups, simplified = got.passes, got.lookups, got.simplified
+            depth, carried, entries, drops = got.depth, got.carried, got.entries, got.drops
+        elif fam.walk == "bitmask":
+            before = np.cumsum(is_sw) - is_sw          # tree switches before, whole batch
+            pos = before - before[starts][b_of]        # index of the switch's stack entry
+            entries = np.add.reduceat(is_sw, starts)
+            q = (pos - pos[par] - 1) * (is_sw * nr)    # foreign entries popped
+            passes = q + m
+            lookups = q + 2 * m
+            simplified = m
             depth = q[par] + sib
             carried = entries[b_of] - 1 - pos[par]
         else:
@@ -470,7 +540,6 @@ class TreeWalkFastPath:
         time[starts] = d.feed_in_s + pub_delay
         delay = t.delay.ravel()[tix]
         step = (depth - 1) * d.pass_s
-        bounds = np.searchsorted(lv[by_level], np.arange(1, int(lv.max(initial=0)) + 2))
         for a, z in zip(bounds[:-1], bounds[1:], strict=True):
             c = by_level[a:z]
             time[c] = ((time[par[c]] + d.switch_s) + step[c]) + delay[c]
@@ -478,5 +547,5 @@ class TreeWalkFastPath:
         return _Batch(starts=starts, node=t.node.ravel()[tix], parent=par, t=time,
                       frame_bytes=frame_bytes, passes=passes, recirculations=recirculations,
                       lookups=lookups, simplified=simplified, entries=entries,
-                      pub_bytes=base + fam.entry_bytes * entries)
+                      pub_bytes=base + fam.entry_bytes * entries, drops=drops)
 

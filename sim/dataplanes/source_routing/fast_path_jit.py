@@ -26,10 +26,13 @@ from typing import Any
 import numpy as np
 
 #: Walk codes of the kernel.
-BITMASK, PORT_PREDICTIVE, PORT_REACTIVE, HOPS = 0, 1, 2, 3
+BITMASK, PORT_PREDICTIVE, PORT_REACTIVE, HOPS, MCGROUP, MIXED = 0, 1, 2, 3, 4, 5
 #: Walk name (:data:`sim.dataplanes.source_routing.fast_path.WALKS`) -> kernel code.
 KERNEL_CODES = {"bitmask": BITMASK, "port-predictive": PORT_PREDICTIVE,
-                "port-reactive": PORT_REACTIVE, "hops": HOPS}
+                "port-reactive": PORT_REACTIVE, "hops": HOPS, "mcgroup": MCGROUP,
+                "mixed": MIXED}
+#: Switch kinds of a mixed stack (0: a host).
+_P, _B, _M = 1, 2, 3
 
 batch_kernel: Callable[..., Any] | None = None
 
@@ -39,17 +42,26 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
            ids: np.ndarray, counts: np.ndarray, pub_delay: np.ndarray, feed_s: float,
            switch_s: float, pass_s: float, base: int, entry_bytes: int,
            out_i: np.ndarray, out_t: np.ndarray, starts: np.ndarray, entries: np.ndarray,
-           scratch: np.ndarray, mark: np.ndarray) -> int:
+           scratch: np.ndarray, mark: np.ndarray, block_t: np.ndarray, is_mc: np.ndarray,
+           config: np.ndarray) -> int:
     """Fill ``out_i`` (rows: node, parent, frame bytes, passes, recirculations,
-    lookups, simplified) and ``out_t`` for the tree nodes of every notification;
-    returns the number of tree nodes. ``scratch`` (9 rows, any content) and
-    ``mark`` (all 0, left all 0) are reused between calls."""
+    lookups, simplified, drops) and ``out_t`` for the tree nodes of every
+    notification; returns the number of tree nodes. ``scratch`` (16 rows, any
+    content) and ``mark`` (all 0, left all 0) are reused between calls.
+    ``block_t`` (mcgroup: port block of the link into each node), ``is_mc``
+    (mixed: mc-group switches) and ``config`` (subsets, port fallback,
+    predictive port/bitmask/mc-group copies) are those of
+    :mod:`sim.dataplanes.source_routing.fast_path_entries`."""
     n = parent_t.shape[1]
     comp, prefix = scratch[0], scratch[1]  # every scratch entry is written before it is read
     loc, pos, below, m = scratch[2], scratch[3], scratch[4], scratch[5]
     sib, child_rank, q = scratch[6], scratch[7], scratch[8]
     node, par, fbytes = out_i[0], out_i[1], out_i[2]
-    passes, recirc, lookups, simpl = out_i[3], out_i[4], out_i[5], out_i[6]
+    passes, recirc, lookups, simpl, drops = out_i[3], out_i[4], out_i[5], out_i[6], out_i[7]
+    typ, wt, wbefore, wsub = scratch[9], scratch[10], scratch[11], scratch[12]
+    ent, first, bnd = scratch[13], scratch[14], scratch[15]
+    subsets, fallback_port = config[0], config[1]
+    pred_p, pred_b, pred_m = config[2], config[3], config[4]
     k = 0
     off = 0
     for b in range(rows.shape[0]):
@@ -64,6 +76,7 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
         starts[b] = start
         seen = 0
         switches = 0
+        wsum = 0
         for i in range(n):  # preorder: compact index, stack positions, children
             prefix[i] = seen
             if mark[i] == 1:
@@ -76,17 +89,36 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
                 switches += sw_t[r, i]
                 m[k] = 0
                 sib[k] = 0
+                q[k] = -1  # mcgroup: highest port block of a child
+                if sw_t[r, i] == 0:
+                    typ[k] = 0
+                elif is_mc[node[k]] == 1:
+                    typ[k] = _M
+                else:
+                    typ[k] = _P if fallback_port == 1 else _B
+                wt[k] = 1 if typ[k] == _B or typ[k] == _M else 0
                 if p >= 0:
                     par[k] = comp[p]
                     m[comp[p]] += 1
                     sib[comp[p]] += 1
                     child_rank[k] = sib[comp[p]]  # children come in port order
+                    if kind == MCGROUP and block_t[r, i] > q[comp[p]]:
+                        q[comp[p]] = block_t[r, i]
+                    if typ[comp[p]] == _P:
+                        wt[k] += 1  # the parent's port entry for this node
                 else:
                     par[k] = -1
+                wbefore[k] = wsum
+                wsum += wt[k]
+                wsub[k] = wt[k]
                 k += 1
                 seen += 1
         prefix[n] = seen
-        count = switches if kind == BITMASK else seen - 1
+        count = switches if kind == BITMASK or kind == MCGROUP else seen - 1
+        if kind == MIXED:
+            count = wsum
+            for c in range(k - 1, start, -1):  # entries in each subtree, children first
+                wsub[par[c]] += wsub[c]
         entries[b] = count
         for c in range(start, k):  # parents before children
             i = loc[c]
@@ -95,7 +127,46 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
             rank = c - start
             below[c] = prefix[end_t[r, i]] - prefix[i] - 1
             depth = 0
-            if kind == BITMASK:
+            drops[c] = is_sw
+            if kind == MCGROUP:
+                top = q[c]
+                q[c] = (pos[c] - pos[p] - 1) * is_sw if p >= 0 else 0
+                passes[c] = (q[c] + subsets) * is_sw
+                lookups[c] = passes[c]
+                simpl[c] = subsets * is_sw
+                if subsets == 1 or top == subsets - 1:
+                    drops[c] = 0
+                if p >= 0:
+                    depth = q[p] + block_t[r, i] + 1
+                carried = count - 1 - pos[p]
+            elif kind == MIXED:
+                tc = typ[c]
+                if p >= 0:
+                    tp = typ[p]
+                    ent[c] = wbefore[c] if tp == _P else wbefore[p] + wt[p] - 1
+                    first[c] = ent[c] + 1
+                    if tp == _P and pred_p == 1 and child_rank[c] != m[p]:
+                        bnd[c] = wbefore[c] + wsub[c]  # stops at the next own entry
+                    else:
+                        bnd[c] = bnd[p]
+                    pred = pred_p if tp == _P else pred_b if tp == _B else pred_m
+                    after = pred * (bnd[p] - ent[c] - 1)
+                    depth = ent[c] - first[p] + 1 + after
+                    if tp == _B:
+                        depth += child_rank[c] - 1
+                    passes[p] += after
+                    carried = bnd[c] - ent[c] - 1
+                else:
+                    first[c] = 0
+                    bnd[c] = count
+                    carried = 0
+                passes[c] = is_sw * (bnd[c] - first[c])
+                if tc == _B:
+                    passes[c] += m[c] - 1
+                simpl[c] = 1 if tc == _M else m[c] * is_sw
+                if tc == _M and wbefore[c] + wt[c] == bnd[c]:
+                    drops[c] = 0  # its group entry was the last: the replicas replaced it
+            elif kind == BITMASK:
                 q[c] = (pos[c] - pos[p] - 1) * is_sw if p >= 0 else 0
                 passes[c] = q[c] + m[c]
                 lookups[c] = q[c] + 2 * m[c]
@@ -128,6 +199,8 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
         for c in range(start, k):
             if kind == PORT_PREDICTIVE:
                 lookups[c] = 2 * passes[c]
+            elif kind == MIXED:
+                lookups[c] = 2 * passes[c] + (m[c] if typ[c] == _B else 0)
             recirc[c] = passes[c] - sw_t[r, loc[c]]
     return k
 

@@ -64,6 +64,11 @@ class NoteRecord(DeliveryCounts):
     view, which lags under churn). False positives/negatives, duplicates and
     the switch totals are counted as for the static engine's
     :class:`~sim.dataplanes.delivery.Delivery` (:class:`DeliveryCounts`).
+
+    Switch work is aggregated as it streams in: ``totals`` (passes,
+    recirculations, lookups, simplified circulations over all switches) and
+    ``switch_passes`` (passes per switch reached, for ``max_switch_passes``);
+    what the row builder reads and no per-switch :class:`SwitchCount`.
     """
 
     nid: int
@@ -80,7 +85,8 @@ class NoteRecord(DeliveryCounts):
     bytes: int = 0
     drops: int = 0
     t_last: float = 0.0
-    switches: dict[str, SwitchCount] = field(default_factory=dict)
+    totals: SwitchCount = field(default_factory=SwitchCount)
+    switch_passes: dict[str, int] = field(default_factory=dict)
     delivered: dict[str, int] = field(default_factory=dict)
     first: dict[str, float] = field(default_factory=dict)
 
@@ -108,10 +114,14 @@ class NoteRecord(DeliveryCounts):
         lat = self.latencies()
         return max(lat) if lat else float("nan")
 
+    def total(self, attr: str) -> int:
+        """``attr`` of :class:`SwitchCount` summed over the switches."""
+        return int(getattr(self.totals, attr))
+
     @property
-    def switch_passes(self) -> dict[str, int]:
-        """Passes per switch reached."""
-        return {sw: c.passes for sw, c in self.switches.items()}
+    def max_switch_passes(self) -> int:
+        """The most passes one switch ran (0 when no switch was reached)."""
+        return max(self.switch_passes.values(), default=0)
 
 
 class Recorder:
@@ -183,11 +193,10 @@ class Recorder:
             c = self.switches[switch] = SwitchCount()
         c.add(result)
         self.dataplane_drops += result.dropped
-        switches = self.notes[nid].switches
-        c = switches.get(switch)
-        if c is None:
-            c = switches[switch] = SwitchCount()
-        c.add(result)
+        note = self.notes[nid]
+        note.totals.add(result)
+        passes = note.switch_passes
+        passes[switch] = passes.get(switch, 0) + result.passes
 
     def recirc_counter(self, switch: str) -> list[int]:
         """The counter of ``switch``'s executed recirculations (``counter[0] += 1`` per pass)."""
