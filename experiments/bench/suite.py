@@ -19,8 +19,10 @@ encoder
     ``strategy.encode`` per second on zoo:Dfn, 40 rules per switch, nearby
     clusters, for vt-freq-relation and vt-clusters, against the
     ``source-routed`` encoder (hop labels only) on the same notifications.
-timed
-    Model events per second against raw SimPy timeouts per second
+timed, timed-1000
+    Model events per second against one raw SimPy process's timeouts per
+    second (the verdict; the ratio at the model's queue depth is printed
+    beside it), on the 255-switch jellyfish and on the 1,000-switch one
     (:mod:`experiments.bench.timed`).
 spark
     Cells per second of a CPU-bound sweep on local[2] against local[1]
@@ -75,24 +77,29 @@ ENCODER_REFERENCE = "source-routed"
 CH6_SPEC = SPEC_DIR / "ch6-churn.toml"
 BOUND_TOPOLOGIES = ("jellyfish:switches=255,degree=4,hosts=1,seed=1",
                     "jellyfish:switches=1000,degree=4,hosts=1,seed=1")
-BOUND_STRATEGIES = ("switch-bitmask", "switch-port", "hops", "unicast", "broadcast",
-                    "multicast", "alm-all", "alm-fork", "alm-mcgroup")
+BOUND_STRATEGIES = ("switch-bitmask", "switch-port", "switch-mcgroup", "mixed", "hops",
+                    "destinations", "unicast", "broadcast",
+                    "multicast", "alm-all", "alm-fork", "alm-mcgroup",
+                    # virtual-tree labels: the engine's time includes the strategy's encoder
+                    "tree", "hybrid", "source-routed", "vt-broadcast", "vt-random",
+                    "vt-random-variant", "vt-cycles", "vt-partitions", "vt-relation",
+                    "vt-freq-relation", "vt-clusters", "vt-hybrid")
 CELL_TOPOLOGY = STATIC_TOPOLOGY
 VT_CELL_TOPOLOGY = "zoo:Dfn"
 #: (strategy, its parameters, receiver model) of the 20-notification VT cells
 VT_CELLS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("tree", {}, "uniform:percent=30"),
     ("vt-clusters", {"max_rules": 40}, "clustered:scenario=nearby,churn=0"))
-ITEMS = ("static", "encoder", "timed", "spark", "cells", "ch6", "bound")
-DEFAULT_ITEMS = ("static", "encoder", "timed", "spark", "cells")
+ITEMS = ("static", "encoder", "timed", "timed-1000", "spark", "cells", "ch6", "bound")
+DEFAULT_ITEMS = ("static", "encoder", "timed", "timed-1000", "spark", "cells")
 
 #: Issue 9 targets: (item, figure) -> (threshold, "min" or "max", unit).
 TARGETS: dict[tuple[str, str], tuple[float, str, str]] = {
     ("static", "switch-bitmask"): (20_000.0, "min", "notifications/s/core"),
     ("encoder", "vt-freq-relation"): (2_000.0, "min", "encodes/s"),
     ("encoder", "vt-clusters"): (2_000.0, "min", "encodes/s"),
-    ("timed", "events_to_raw_at_depth"): (0.40, "min", "x raw SimPy at the model's queue depth"),
-    ("timed", "events_to_raw"): (0.40, "min", "x raw SimPy, one process"),
+    ("timed", "events_to_raw"): (0.50, "min", "x raw SimPy, one process"),
+    ("timed-1000", "events_to_raw"): (0.40, "min", "x raw SimPy, one process"),
     ("spark", "speedup"): (1.7, "min", "x local[1]"),
     ("cells", "switch-bitmask"): (50_000.0, "min", "rows/s"),
     ("cells", "tree"): (20_000.0, "min", "rows/s"),
@@ -251,6 +258,25 @@ def _lower_bound(topo: Any, cases: list[tuple[str, frozenset[str]]]) -> Callable
     return run
 
 
+def _bound_states(topo: Any, strategy: Any, fast: Any,
+                  cases: list[tuple[str, frozenset[str]]]) -> dict[str, Any]:
+    """``states=`` for a fast path that reads the installed state (``needs_states``): one
+    install told every receiver set and a frequency population (30 subscribers)."""
+    if not getattr(fast, "needs_states", False):
+        return {}
+    from sim.dataplanes.seeds import child_rng
+    from sim.workloads.receivers import receiver_model
+    from strategies.base import Knowledge
+
+    sets: dict[str, list[frozenset[str]]] = {}
+    for pub, receivers in cases:
+        sets.setdefault(pub, []).append(receivers)
+    pop = receiver_model("frequency:subscribers=30").population(topo, child_rng(1, "population"))
+    state = strategy.install(topo, Knowledge(population=pop, seed=1, receiver_sets={
+        p: tuple(r) for p, r in sets.items()}))
+    return {"states": [state] * len(cases)}
+
+
 def bench_bound(reps: int = 3, notifications: int = 400,
                 strategies: Iterable[str] = BOUND_STRATEGIES,
                 topologies: Iterable[str] = BOUND_TOPOLOGIES, payload_bytes: int = 50,
@@ -267,17 +293,23 @@ def bench_bound(reps: int = 3, notifications: int = 400,
         bound = _lower_bound(topo, cases)
         res: dict[str, Any] = {}
         for name in strategies:
-            fast = make_strategy(name).fast_path(topo, DelayModel())
+            strategy = make_strategy(name)
+            fast = strategy.fast_path(topo, DelayModel())
             if fast is None:
                 res[name] = {"skipped": "no fast path on this topology"}
                 continue
+            try:
+                kw = _bound_states(topo, strategy, fast, cases)
+            except ValueError as exc:  # e.g. the datacenter strategies off their fabric
+                res[name] = {"skipped": f"no state: {exc}"}
+                continue
 
             def engine(fast: Any = fast, pubs: list[str] = pubs,
-                       sets: list[frozenset[str]] = sets) -> int:
-                fast.metrics(pubs, sets, payload_bytes)
+                       sets: list[frozenset[str]] = sets, kw: dict[str, Any] = kw) -> int:
+                fast.metrics(pubs, sets, payload_bytes, **kw)
                 return notifications
 
-            declined = sum(m is None for m in fast.metrics(pubs, sets, payload_bytes))  # warm
+            declined = sum(m is None for m in fast.metrics(pubs, sets, payload_bytes, **kw))
             if declined:
                 res[name] = {"skipped": f"the fast path declines {declined} notifications"}
                 continue
@@ -419,14 +451,15 @@ def bench_encoder(reps: int = 3, notifications: int = 300, max_rules: int = 40,
 
 def bench_timed_item(reps: int = 3, tick: Callable[[], None] = lambda: None,
                      **model: Any) -> dict[str, Any]:
-    """The timed-engine figures, judged against SimPy at the model's queue depth
-    (:mod:`experiments.bench.timed`; the one-process ratio is judged alongside)."""
-    from experiments.bench.timed import run_bench_timed
+    """The timed-engine figures, judged against one SimPy process (issue 9: >= 0.5x on
+    the 255-switch jellyfish, >= 0.4x on :data:`experiments.bench.timed.TOPOLOGY_1000`);
+    the ratio to SimPy at the model's queue depth is extra information
+    (:mod:`experiments.bench.timed`)."""
+    from experiments.bench.timed import TOPOLOGY_1000, run_bench_timed
 
     result = run_bench_timed(reps=reps, tick=tick, **model)
-    result["target"] = _judge("timed", "events_to_raw_at_depth",
-                              result["events_to_raw_at_depth_ratio"])
-    result["one_process"] = _judge("timed", "events_to_raw", result["events_to_raw_ratio"])
+    figure = "timed-1000" if model.get("topology") == TOPOLOGY_1000 else "timed"
+    result["target"] = _judge(figure, "events_to_raw", result["events_to_raw_ratio"])
     return result
 
 
@@ -531,6 +564,7 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
     from tqdm import tqdm
 
     steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": reps + 1,
+             "timed-1000": reps + 1,
              "spark": 1, "cells": reps, "ch6": 0,
              "bound": len(BOUND_TOPOLOGIES) * len(BOUND_STRATEGIES)}
     bar = tqdm(total=sum(steps[i] for i in items), desc="stackcast bench", unit="step",
@@ -548,6 +582,11 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
                 res = bench_encoder(reps=reps, tick=lambda: bar.update(1))
             elif item == "timed":
                 res = bench_timed_item(reps=reps, tick=lambda: bar.update(1))
+            elif item == "timed-1000":
+                from experiments.bench.timed import TOPOLOGY_1000
+
+                res = bench_timed_item(reps=reps, tick=lambda: bar.update(1),
+                                       topology=TOPOLOGY_1000)
             elif item == "spark":
                 res = bench_spark_item(reps=reps, cells=spark_cells, tick=lambda: bar.update(1))
             elif item == "cells":
@@ -600,14 +639,13 @@ def format_suite(result: dict[str, Any]) -> str:
         for name, r in e["strategies"].items():
             lines.append(f"  {name:<16} {r['per_cpu_s']:>9,.0f} encodes/s = {r['ratio']:.2f}x "
                          "reference" + _mark(r["target"]))
-    if "timed" in items:
-        t = items["timed"]
-        lines.append(f"timed engine   {t['run']['events_per_s']:,.0f} events/s vs raw SimPy at "
-                     f"the model's queue depth ({t['queue_depth']:.0f} pending) "
-                     f"{t['raw_simpy_at_depth_per_s']:,.0f} timeouts/s (wall) = "
-                     f"{t['events_to_raw_at_depth_ratio']:.2f}x" + _mark(t["target"]))
-        lines.append(f"  vs one SimPy process {t['raw_simpy_timeouts_per_s']:,.0f} timeouts/s = "
-                     f"{t['events_to_raw_ratio']:.2f}x" + _mark(t["one_process"]))
+    for t in (items[k] for k in ("timed", "timed-1000") if k in items):
+        lines.append(f"timed engine   {t['model']['topology']}: {t['run']['events_per_s']:,.0f} "
+                     f"events/s vs one SimPy process {t['raw_simpy_timeouts_per_s']:,.0f} "
+                     f"timeouts/s (wall) = {t['events_to_raw_ratio']:.2f}x" + _mark(t["target"]))
+        lines.append(f"  (at the model's queue depth, {t['queue_depth']:.0f} pending: "
+                     f"{t['raw_simpy_at_depth_per_s']:,.0f} timeouts/s = "
+                     f"{t['events_to_raw_at_depth_ratio']:.2f}x; extra information)")
     if "spark" in items:
         sp = items["spark"]
         if "skipped" in sp:

@@ -599,7 +599,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="suite (default: static, encoder, timed, spark), one item, or ch6 "
                             "(wall time of experiments/specs/ch6-churn.toml on local[2]; long)")
     bench.add_argument("--items", help="suite: comma-separated items (static, encoder, timed, "
-                                       "spark, ch6, bound)")
+                                       "timed-1000, spark, ch6, bound)")
     bench.add_argument("--fraction", type=float, default=1.0,
                        help="ch6: run this deterministic fraction of the cells and extrapolate "
                             "(default 1: the whole spec)")

@@ -23,6 +23,11 @@ parameters, delay constants):
   engine runs the reference for it, which also raises the reference's errors;
 - the control state is the strategy's own ``install``.
 
+A fast path whose counts depend on the installed state (e.g. the virtual-tree
+labels, whose trees the control plane chose) sets ``needs_states = True``;
+callers then pass ``states=`` (one :class:`ControlState` per notification)
+to :meth:`FastPath.metrics`, which declines every notification without them.
+
 A fast path with several interchangeable implementations (e.g. numpy and a
 compiled kernel) lists them in ``implementations`` and builds the variant
 ``using(impl)``; the property test checks each.

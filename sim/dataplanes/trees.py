@@ -18,12 +18,13 @@ Both read all-pairs hop distances that are computed once per topology.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from sim.dataplanes.control_state import TableEntry
 from topologies.model import Topology, node_sort_key
 
 
@@ -78,9 +79,13 @@ def _build(root: str, parent: dict[str, str], topology: Topology) -> Tree:
     return Tree(root=root, parent=parent, children=children)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=256)
 def bfs_parents(topology: Topology, root: str) -> Mapping[str, str]:
-    """Shortest-path-tree parents of every switch, from ``root`` (ties: lowest name)."""
+    """Shortest-path-tree parents of every switch, from ``root`` (ties: lowest name).
+
+    Cached for the last 256 roots (a dict of ``S`` entries each; what needs
+    every root, :func:`bfs_next_hops` computes array by array).
+    """
     parent: dict[str, str] = {}
     seen = {root}
     queue = deque([root])
@@ -94,6 +99,123 @@ def bfs_parents(topology: Topology, root: str) -> Mapping[str, str]:
             parent[nb] = node
             queue.append(nb)
     return parent
+
+
+class SwitchAdjacency:
+    """The switch-to-switch links of a topology as arrays (switch indices in topology order).
+
+    Neighbours of switch ``i`` are ``nb[start[i]:start[i + 1]]`` in port order;
+    ``back[e]`` is the port of ``nb[e]`` towards ``i`` (:meth:`Topology.port_to`)
+    and ``delay[e]`` that link's delay (s).
+    """
+
+    def __init__(self, topology: Topology) -> None:
+        sid = {s: i for i, s in enumerate(topology.switches)}
+        start, nb, back, delay = [0], [], [], []
+        for sw in topology.switches:
+            for info in topology.ports(sw).values():
+                j = sid.get(info.neighbor)
+                if j is None:
+                    continue
+                port = topology.port_to(info.neighbor, sw)
+                nb.append(j)
+                back.append(port)
+                delay.append(topology.ports(info.neighbor)[port].link.delay_s)
+            start.append(len(nb))
+        self.start = np.asarray(start, np.int64)
+        self.nb = np.asarray(nb, np.int64)
+        self.back = np.asarray(back, np.int64)
+        self.delay = np.asarray(delay, np.float64)
+
+
+@lru_cache(maxsize=8)
+def switch_adjacency(topology: Topology) -> SwitchAdjacency:
+    """One :class:`SwitchAdjacency` per topology (linear in the links)."""
+    return SwitchAdjacency(topology)
+
+
+def bfs_next_hops(topology: Topology, root: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tree of :func:`bfs_parents` from switch index ``root``, as arrays over switches.
+
+    Returns ``(parent, port, delay)``: the parent's switch index (-1 for the
+    root and unreachable switches), the port of each switch towards its
+    parent (0 there) and that link's delay (s). Level by level in numpy: a
+    level's nodes in the order the FIFO queue of :func:`bfs_parents` takes
+    them, each node's neighbours in port order, the first to reach a node is
+    its parent, so the tree is the same.
+    """
+    adj = switch_adjacency(topology)
+    n = len(adj.start) - 1
+    parent = np.full(n, -1, np.int64)
+    port = np.zeros(n, np.int64)
+    delay = np.zeros(n, np.float64)
+    seen = np.zeros(n, bool)
+    seen[root] = True
+    frontier = np.asarray([root], np.int64)
+    counts_all = np.diff(adj.start)
+    while len(frontier):
+        counts = counts_all[frontier]
+        total = int(counts.sum())
+        if not total:
+            break
+        # edge ids of the frontier's neighbour lists, concatenated in order
+        offsets = np.repeat(adj.start[frontier] - np.cumsum(counts) + counts, counts)
+        edges = offsets + np.arange(total)
+        src = np.repeat(frontier, counts)
+        dst = adj.nb[edges]
+        new = ~seen[dst]
+        edges, src, dst = edges[new], src[new], dst[new]
+        dst, first = np.unique(dst, return_index=True)  # first edge reaching each node
+        order = np.argsort(first, kind="stable")
+        first, dst = first[order], dst[order]
+        parent[dst] = src[first]
+        port[dst] = adj.back[edges[first]]
+        delay[dst] = adj.delay[edges[first]]
+        seen[dst] = True
+        frontier = dst
+    return parent, port, delay
+
+
+def shortest_path_tables(topology: Topology, destinations: Sequence[tuple[str, int]],
+                         entry: Callable[[int, int], TableEntry]
+                         ) -> list[tuple[TableEntry, ...]]:
+    """Per switch (topology order), one rule per destination towards it along BFS paths.
+
+    ``destinations``: (home switch, port of the home switch towards the
+    destination) in table order; ``entry(k, port)`` is destination ``k``'s
+    rule out of ``port``. A switch other than the home uses the port towards
+    its parent in the home's tree (:func:`bfs_parents`, ties to the lowest
+    name; :func:`next_hop_port` for hosts). The ``S x D`` rules are
+    references to one entry per (destination, port) in use, and the trees
+    are computed one home at a time (:func:`bfs_next_hops`), so no dict per
+    home is kept.
+
+    Raises
+    ------
+    KeyError
+        If a switch cannot reach a destination's home switch.
+    """
+    switches = topology.switches
+    sid = {sw: i for i, sw in enumerate(switches)}
+    d = len(destinations)
+    homes = sorted({sid[home] for home, _ in destinations})
+    row = {h: k for k, h in enumerate(homes)}
+    ports = np.zeros((len(homes), len(switches)), np.int32)  # [home, switch] -> port
+    for h in homes:
+        parent, up, _ = bfs_next_hops(topology, h)
+        cut = np.flatnonzero(parent < 0)
+        if len(cut) > 1:
+            raise KeyError(switches[int(cut[cut != h][0])])
+        ports[row[h]] = up  # 0 on the home switch itself
+    home_row = np.asarray([row[sid[home]] for home, _ in destinations], np.int64)
+    used = [np.unique(r).tolist() for r in ports]
+    # [destination, port] -> its entry; port 0 (the home switch) -> the one out of its own port
+    entries = np.empty((d, int(ports.max(initial=0)) + 1), object)
+    for k, (_, local) in enumerate(destinations):
+        for p in used[home_row[k]]:
+            entries[k, p] = entry(k, p if p else local)
+    pick = np.arange(d)
+    return [tuple(entries[pick, ports[home_row, i]].tolist()) for i in range(len(switches))]
 
 
 def next_hop_port(topology: Topology, switch: str, host: str) -> int:

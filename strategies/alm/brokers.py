@@ -76,7 +76,7 @@ from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, group_mac, host_mac
 from sim.dataplanes.trees import bfs_parents, shortest_path_tree
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.l2.rules import ETHERTYPE_EVENT, l2_entry
+from strategies.l2.rules import ETHERTYPE_EVENT, l2_entry, shortest_path_flows
 from topologies.model import Topology
 
 #: Locally administered unicast block for broker MACs (hosts use 02:00:...).
@@ -187,6 +187,13 @@ def flow_state(topology: Topology, adjacent_only: bool) -> ControlState:
     ``adjacent_only`` installs only what ALM on all nodes needs: the local
     hosts, the local broker and the brokers of adjacent switches.
     """
+    if not adjacent_only:  # towards every host and every broker, on every switch
+        home = topology.host_switch
+        return shortest_path_flows(topology, [
+            *((overlay_mac(topology, h), home(h), topology.port_to(home(h), h))
+              for h in topology.hosts),
+            *((overlay_mac(topology, sw), sw, broker_port(topology, sw))
+              for sw in topology.switches)])
     builder = StateBuilder()
     for sw in topology.switches:
         if adjacent_only:

@@ -13,10 +13,19 @@ ch. 1-4 §7.18.
 
 from __future__ import annotations
 
-from sim.dataplanes.control_state import ControlState, Exact, StateBuilder, TableEntry, Ternary
+from collections.abc import Sequence
+
+from sim.dataplanes.control_state import (
+    ControlState,
+    Exact,
+    StateBuilder,
+    SwitchConfig,
+    TableEntry,
+    Ternary,
+)
 from sim.dataplanes.l2.reference import FORWARD, MULTICAST, TABLE
 from sim.dataplanes.packet import Notification, Packet, host_mac
-from sim.dataplanes.trees import Tree
+from sim.dataplanes.trees import Tree, shortest_path_tables
 from strategies.base import Encoding, Strategy
 from topologies.model import Topology
 
@@ -35,6 +44,27 @@ def l2_entry(dst_mac: int, action: str, value: int, src_mac: int | None = None) 
         params=((param, value),),
         priority=1 if src_mac is None else 2,
     )
+
+
+def shortest_path_flows(topology: Topology, destinations: Sequence[tuple[int, str, int]]
+                        ) -> ControlState:
+    """One exact ``l2_forward`` rule per destination MAC on every switch (any source).
+
+    ``destinations``: (MAC, home switch, port of the home switch towards it)
+    in table order; every other switch forwards along the BFS shortest path
+    towards the home switch (:func:`sim.dataplanes.trees.shortest_path_tables`,
+    which shares one entry object per (MAC, port) among the switches):
+    unicast's rules, and the SDN flows of the ALM brokers. Equal to adding
+    ``l2_entry(mac, FORWARD, port)`` per destination and switch to a
+    :class:`StateBuilder`.
+    """
+    macs = [mac for mac, _, _ in destinations]
+    if len(set(macs)) != len(macs):
+        raise ValueError("shortest_path_flows: a destination MAC appears twice")
+    tables = shortest_path_tables(topology, [(home, port) for _, home, port in destinations],
+                                  lambda k, port: l2_entry(macs[k], FORWARD, port))
+    return ControlState(switches={sw: SwitchConfig(tables={TABLE: t} if t else {})
+                                  for sw, t in zip(topology.switches, tables, strict=True)})
 
 
 def install_tree_groups(builder: StateBuilder, topology: Topology, tree: Tree, group: int,

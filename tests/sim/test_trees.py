@@ -6,7 +6,15 @@ import networkx as nx
 from hypothesis import given
 from support.random_topologies import scenarios
 
-from sim.dataplanes.trees import hop_distances, shortest_path_tree, spanning_tree, steiner_tree
+from sim.dataplanes.trees import (
+    bfs_next_hops,
+    bfs_parents,
+    hop_distances,
+    next_hop_port,
+    shortest_path_tree,
+    spanning_tree,
+    steiner_tree,
+)
 
 
 def check_tree(topo, tree, root, targets):
@@ -61,3 +69,38 @@ def test_children_are_in_port_order_and_spanning_tree_covers_all():
     for node, kids in tree.children.items():
         ports = [topo.port_to(node, k) for k in kids]
         assert ports == sorted(ports)
+
+
+@given(scenarios())
+def test_bfs_next_hops_is_the_bfs_parents_tree_as_arrays(case):
+    topo, pub, _ = case
+    sw = topo.switches
+    for r in {0, sw.index(topo.host_switch(pub)), len(sw) - 1}:
+        parent, port, delay = bfs_next_hops(topo, r)
+        par = bfs_parents(topo, sw[r])
+        want = [-1] * len(sw), [0] * len(sw), [0.0] * len(sw)
+        for child, up in par.items():
+            i, p = sw.index(child), topo.port_to(child, up)
+            want[0][i], want[1][i], want[2][i] = sw.index(up), p, topo.ports(child)[p].link.delay_s
+        assert (parent.tolist(), port.tolist(), delay.tolist()) == want
+
+
+@given(scenarios())
+def test_shortest_path_flows_equal_one_builder_rule_per_switch_and_destination(case):
+    from sim.dataplanes.control_state import StateBuilder
+    from sim.dataplanes.l2.reference import FORWARD
+    from sim.dataplanes.packet import host_mac
+    from strategies.l2.rules import l2_entry, shortest_path_flows
+
+    topo, _, _ = case
+    builder = StateBuilder()
+    for h in topo.hosts:
+        for s in topo.switches:
+            builder.add_entry(s, l2_entry(host_mac(topo, h), FORWARD, next_hop_port(topo, s, h)))
+    want = builder.build(topo.switches)
+    got = shortest_path_flows(topo, [(host_mac(topo, h), topo.host_switch(h),
+                                      topo.port_to(topo.host_switch(h), h)) for h in topo.hosts])
+    assert list(got.switches) == list(want.switches)
+    for s in topo.switches:
+        a, b = got.config(s), want.config(s)
+        assert dict(a.tables) == dict(b.tables) and not a.multicast_groups

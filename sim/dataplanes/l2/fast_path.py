@@ -58,7 +58,7 @@ from sim.dataplanes.fast_path import Encoder
 from sim.dataplanes.l2 import fast_path_kernels as kernels
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from sim.dataplanes.tree_tables import tree_tables
-from sim.dataplanes.trees import bfs_parents
+from sim.dataplanes.trees import bfs_next_hops, bfs_parents
 from topologies.model import Topology
 
 #: Notifications per kernel call.
@@ -98,13 +98,9 @@ class RouteTables:
     def ensure(self, homes: np.ndarray) -> None:
         """Fill the rows of the switches in ``homes`` that are not built yet."""
         for h in np.unique(homes[~self.built[homes]]).tolist():
-            topo, sid = self.topology, self.sid
-            home = topo.switches[h]
-            par = bfs_parents(topo, home)
-            for sw, up in par.items():
-                i = sid[sw]
-                self.nh[h, i] = sid[up]
-                self.nd[h, i] = topo.ports(sw)[topo.port_to(sw, up)].link.delay_s
+            parent, _, delay = bfs_next_hops(self.topology, h)  # no dict per root kept
+            self.nh[h] = parent
+            self.nd[h] = delay
             self.built[h] = True
 
     def ensure_all(self) -> None:
