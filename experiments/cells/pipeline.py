@@ -151,8 +151,11 @@ def _cell_rows(cell: Cell, static_path: str | None, caches: Caches | None
     fast_metrics: list[Any] = []
     if fast is not None:  # one closed-form batch; declined notifications run on the reference
         items = list(items)
+        # a fast path whose counts depend on the installed state takes each one's
+        states = ({"states": [i.state for i in items]} if getattr(fast, "needs_states", False)
+                  else {})
         fast_metrics = fast.metrics([i.notification.publisher for i in items],
-                                    [i.receivers for i in items], cell.payload_bytes)
+                                    [i.receivers for i in items], cell.payload_bytes, **states)
     rows = []
     identity = identity_columns(cell)
     # (link waste, label counts) -> its record (fast rows share them); a fast path may add

@@ -224,6 +224,7 @@ class Broadcast(VirtualTreeStrategy):
     """One BFS spanning tree from the highest-degree switch (§6.2.1)."""
 
     name = "vt-broadcast"
+    vt_fast_path = True
     Params = ArbitraryParams
     summary = "one spanning VT (BFS from the highest-degree switch), pruned by stops (ch. 6)"
 
@@ -274,6 +275,7 @@ class RandomTrees(VirtualTreeStrategy):
     """Steiner trees over random switch subsets until a switch is full (§6.2.2)."""
 
     name = "vt-random"
+    vt_fast_path = True
     Params = RandomParams
     summary = "Steiner VTs over random switch subsets until memory is full (ch. 6)"
 
@@ -319,6 +321,7 @@ class RandomVariant(VirtualTreeStrategy):
     """Nested halving: 1 spanning VT, 2 halves, 4 quarters, ... per round (Fig. 6.4)."""
 
     name = "vt-random-variant"
+    vt_fast_path = True
     Params = RandomVariantParams
     summary = "random nested halving: 2^j VTs over |V|/2^j random switches (ch. 6)"
 
@@ -414,6 +417,7 @@ class Cycles(VirtualTreeStrategy):
     """Ring VTs of basis cycles, then of connected unions of them (§6.3.1)."""
 
     name = "vt-cycles"
+    vt_fast_path = True
     Params = CyclesParams
     summary = "ring VTs of a minimum cycle basis and their connected unions (ch. 6)"
 
@@ -497,6 +501,7 @@ class Partitions(VirtualTreeStrategy):
     """Hub-and-spoke VTs over greedy-modularity communities (§6.3.2)."""
 
     name = "vt-partitions"
+    vt_fast_path = True
     Params = PartitionsParams
     summary = "backbone VTs between community hubs + VTs inside communities (ch. 6)"
 

@@ -23,13 +23,17 @@ models implement), Fig. 6.9b (header entries split by label type).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from sim.dataplanes.caches import Caches
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.virtual_tree.codec import count_labels
+from sim.dataplanes.virtual_tree.fast_path import VirtualTreeFastPath
 from sim.dataplanes.virtual_tree.memo import MemoVirtualTreeDataPlane
-from strategies.base import ExtraMetrics
+from strategies.base import ExtraMetrics, Strategy
 from strategies.virtual_tree.labels import label_format
+from topologies.model import Topology
 
 
 class VirtualTreeModel:
@@ -43,6 +47,24 @@ class VirtualTreeModel:
 
     params: Any
     caches: Caches
+    #: Opt-in to the family's fast path; only a class that sets it in its own body
+    #: gets one (a subclass may change ``encode``, ``host_receive`` or
+    #: ``extra_metrics``, so it does not inherit it).
+    vt_fast_path: ClassVar[bool] = False
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The packet-free walk of :mod:`sim.dataplanes.virtual_tree.fast_path` with this
+        strategy's encoder and label widths, for classes that opt in (``vt_fast_path``
+        in their own body) and keep the default host behaviour and these extra
+        metrics; None otherwise."""
+        cls = type(self)
+        if (not cls.__dict__.get("vt_fast_path", False)
+                or getattr(cls, "host_receive", None) is not Strategy.host_receive
+                or cls.extra_metrics is not VirtualTreeModel.extra_metrics
+                or hasattr(self, "broker_ports")):
+            return None
+        return VirtualTreeFastPath(topology, delays, self.encode,  # type: ignore[attr-defined]
+                                   label_format(self.params), self.caches)
 
     def model(self, caches: Caches | None = None) -> MemoVirtualTreeDataPlane:
         """The memoised VT data plane for this strategy's label widths.
@@ -65,8 +87,8 @@ class VirtualTreeModel:
         three add up to the row's ``header_entries``. ``link_false_positives``
         stays None: the rows count link waste as for every strategy.
 
-        A fast path for this family (none yet) does not call this hook: its
-        row metrics carry the three counts under the same names
+        The family's fast path does not call this hook: its row metrics carry
+        the three counts under the same names
         (:data:`strategies.base.HEADER_LABEL_FIELDS`), computed with
         ``count_labels`` from the encoding it builds, and the cell pipeline
         copies them into the row's :class:`~strategies.base.ExtraMetrics`.

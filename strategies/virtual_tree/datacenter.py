@@ -228,6 +228,7 @@ class TopoBased(VirtualTreeStrategy):
     """Hierarchical star VTs at ToR, fabric and spine switches (§5.3.3)."""
 
     name = "topo-based"
+    vt_fast_path = True
     Params = TopoBasedParams
     summary = "hierarchical star VTs of 2, 4, 8, ... children per switch (ch. 5)"
 
@@ -270,6 +271,7 @@ class PrunedTrees(VirtualTreeStrategy):
     """Broadcast trees pruned to publishers and subscribers (Algorithm 5.2)."""
 
     name = "vt-tree"
+    vt_fast_path = True
     Params = TreeParams
     summary = "pruned broadcast tree per publisher (Algorithm 5.2; ch. 5)"
 
@@ -324,6 +326,7 @@ class Threshold(VirtualTreeStrategy):
     """Base trees of the frequent subscribers, then virtual paths (§5.3.5-5.3.6)."""
 
     name = "threshold"
+    vt_fast_path = True
     Params = ThresholdParams
     summary = "base trees of subscribers >= threshold %, then virtual paths (ch. 5)"
 
@@ -345,6 +348,7 @@ class VirtualPaths(Threshold):
     """``threshold`` at 100 %: virtual paths host-ToR-fabric-spine (§5.3.5)."""
 
     name = "path"
+    vt_fast_path = True
     Params = PathParams
     summary = "virtual paths host-ToR-fabric-spine (threshold 100 %; ch. 5)"
 

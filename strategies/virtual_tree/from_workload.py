@@ -104,6 +104,7 @@ class Relation(VirtualTreeStrategy):
     """One Steiner VT per publisher over its subscribers (§6.4.2)."""
 
     name = "vt-relation"
+    vt_fast_path = True
     Params = RelationParams
     summary = "one Steiner VT per publisher and its subscribers (ch. 6)"
 
@@ -121,6 +122,7 @@ class FreqRelation(Relation):
     """Relation VTs of the subscribers with frequency >= threshold (§6.4.2)."""
 
     name = "vt-freq-relation"
+    vt_fast_path = True
     Params = FreqRelationParams
     summary = "one Steiner VT per publisher and its subscribers >= 30 % frequency (ch. 6)"
 
@@ -143,6 +145,7 @@ class Clusters(VirtualTreeStrategy):
     """Partitions restricted to the dense client clusters (§6.4.1)."""
 
     name = "vt-clusters"
+    vt_fast_path = True
     Params = ClustersParams
     summary = "backbone + internal VTs of the dense client clusters (ch. 6)"
 
@@ -182,6 +185,7 @@ class Hybrid(VirtualTreeStrategy):
     """freq-relation and clusters VTs alternately, memory split in half (§6.5.3)."""
 
     name = "vt-hybrid"
+    vt_fast_path = True
     Params = HybridParams
     summary = "freq-relation + clusters VTs round-robin, half the rules each (ch. 6)"
 

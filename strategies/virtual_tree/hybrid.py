@@ -198,6 +198,7 @@ class Hybrid(VirtualTreeModel, Strategy):
     """Stored tree of the stable subscribers plus edge hop labels for the others."""
 
     name = "hybrid"
+    vt_fast_path = True
     dataplane = "virtual_tree"
     Params = HybridParams
     scope = "receivers"

@@ -36,6 +36,7 @@ class SourceRouted(VirtualTreeStrategy):
     """Hop labels over the Steiner tree; no stored trees."""
 
     name = "source-routed"
+    vt_fast_path = True
     summary = "hop labels only, one per Steiner-tree link (ch. 5-6 baseline)"
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:

@@ -113,6 +113,7 @@ class StoredTree(VirtualTreeModel, Strategy):
     """One tree label per notification; a stored tree per known receiver set."""
 
     name = "tree"
+    vt_fast_path = True
     dataplane = "virtual_tree"
     Params = TreeParams
     scope = "receivers"

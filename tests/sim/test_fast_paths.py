@@ -4,7 +4,12 @@ The strategies under test are found, not listed: every registered strategy
 (:data:`strategies.base.STRATEGIES` after ``load_builtin_strategies()``)
 whose :meth:`~strategies.base.Strategy.fast_path` hook returns a fast path
 with its default parameters on a small network. A new family's fast path is
-tested as soon as its strategy implements the hook.
+tested as soon as its strategy implements the hook. Strategies whose install
+needs a workload's publishers and subscribers get a population (clustered or
+frequency receivers), those that need the datacenter fabric run on a small
+fabric (:func:`install_needs`); fast paths whose counts depend on the state
+(``needs_states``, the virtual-tree labels) get it per notification, and
+their label-count metrics must equal the strategy's extra metrics.
 
 Random topologies (tests/support/random_topologies.py) with random link
 delays, random publishers and receiver sets, random parameters (every
@@ -29,6 +34,7 @@ model on randomized cases); seed 000 §3.3, §3.5.4, §4.2.1.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -40,12 +46,16 @@ from hypothesis import strategies as st
 
 from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, Delivery, row_metrics
 from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.neighbor_labels.destinations_walk import DestinationsFastPath
 from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.seeds import child_rng
 from sim.dataplanes.source_routing import fast_path as tree_walk
 from sim.dataplanes.source_routing.fast_path import TreeWalkFastPath
 from sim.dataplanes.source_routing.fast_path_jit import batch_kernel
+from sim.dataplanes.virtual_tree.fast_path import VirtualTreeFastPath
 from sim.engines.static import choose_static_path, run_notification
 from strategies.base import (
+    HEADER_LABEL_FIELDS,
     STRATEGIES,
     Knowledge,
     Strategy,
@@ -56,16 +66,26 @@ from strategies.frame_size import OversizeError
 from tests.support.random_topologies import random_topology
 from topologies.model import Topology
 from topologies.registry import SpecError
+from topologies.specs import load_topology
 
 #: The fast paths that exist today; discovery must find at least these.
-KNOWN = {"switch-bitmask", "switch-port", "hops", "unicast", "broadcast", "multicast",
-         "alm-all", "alm-fork", "alm-mcgroup"}
+KNOWN = {"switch-bitmask", "switch-port", "switch-mcgroup", "mixed", "hops", "destinations",
+         "unicast", "broadcast", "multicast", "alm-all", "alm-fork", "alm-mcgroup",
+         # the virtual-tree labels (seed 000 ch. 4-6)
+         "tree", "hybrid", "source-routed", "topo-based", "vt-tree", "threshold", "path",
+         "vt-broadcast", "vt-random", "vt-random-variant", "vt-cycles", "vt-partitions",
+         "vt-relation", "vt-freq-relation", "vt-clusters", "vt-hybrid"}
+#: The datacenter fabric (small) for strategies that need its roles.
+FABRIC = "fabric:pods=2,racks=2,hosts=2,planes=2,spines=2"
 
 #: Values drawn for parameter fields of these names (besides the default): field
 #: widths, and MTUs small enough that stacks overflow (the reference's case).
 FIELD_VALUES: dict[str, list[Any]] = {
     "mtu_bytes": [100, 300, 1500], "size_bits": [8, 16], "bitmask_bits": [8, 16, 24],
     "port_bits": [8, 16], "id_bits": [8, 16], "label_bits": [8, 16, 24],
+    # switch-mcgroup's group field and port blocks; mixed's widths and mc-group switches
+    "group_bits": [8, 16], "subsets": [1, 2, 3, 5], "value_bits": [8, 16, 24],
+    "tag_bits": [8, 16], "mcgroup_max_ports": [0, 2, 3, 4, 8],
 }
 
 #: Family-specific tightenings: a fast path of this class declines a notification only if
@@ -73,6 +93,9 @@ FIELD_VALUES: dict[str, list[Any]] = {
 DECLINES_ONLY: dict[type, Callable[[frozenset[str], Delivery], bool]] = {
     # nothing to send, or a stack beyond the MTU split into packets per subtree
     TreeWalkFastPath: lambda receivers, ref: not receivers or len(ref.encoding.packets) > 1,
+    DestinationsFastPath: lambda receivers, ref: not receivers or len(ref.encoding.packets) > 1,
+    # the virtual-tree walk covers every notification the reference delivers here
+    VirtualTreeFastPath: lambda receivers, ref: False,
 }
 
 _PROBE = random_topology(6, 2, 1, hosts=2)
@@ -98,6 +121,57 @@ def fast_path_strategies() -> tuple[str, ...]:
 FAST = fast_path_strategies()
 
 
+def knowledge(need: str, topo: Topology, publisher: str, receivers: frozenset[str],
+              seed: int) -> Knowledge:
+    """What ``install`` is told: the notification's receivers, plus a population
+    (clustered receivers, or frequency receivers on networks with few hosts) when
+    the strategy ``need`` s one (:func:`install_needs`)."""
+    know = Knowledge.for_notification(publisher, receivers)
+    if not need:
+        return know
+    spec = "clustered" if len(topo.hosts) >= 3 and seed % 2 else "frequency:subscribers=30"
+    from sim.workloads.receivers import receiver_model
+
+    pop = receiver_model(spec).population(topo, child_rng(seed, "population"))
+    return dataclasses.replace(know, population=pop, seed=seed)
+
+
+@functools.cache
+def install_needs(name: str) -> str:
+    """"" (the notification's receivers suffice), "population" (a workload's publishers
+    and subscribers) or "fabric" (those and the datacenter fabric's roles)."""
+    strategy = make_strategy(name)
+    for need in ("", "population", "fabric"):
+        topo = load_topology(FABRIC) if need == "fabric" else _PROBE
+        try:
+            strategy.install(topo, knowledge(need, topo, topo.hosts[0],
+                                             frozenset(topo.hosts[1:3]), 1))
+        except SpecError:
+            continue
+        return need
+    raise AssertionError(f"{name}: no known way to install it")
+
+
+def needs_states(name: str) -> bool:
+    """Whether the fast path of ``name`` takes the installed state per notification."""
+    return bool(getattr(make_strategy(name).fast_path(_PROBE, DelayModel()), "needs_states",
+                        False))
+
+
+#: Fast paths computed from the strategy alone, and those that read the state.
+STATELESS = tuple(n for n in FAST if not needs_states(n))
+STATEFUL = tuple(n for n in FAST if needs_states(n))
+
+
+def fast_metrics(fast: FastPath, publishers: list[str], receiver_sets: list[frozenset[str]],
+                 payload_bytes: int, states: list[Any]) -> list[dict[str, Any] | None]:
+    """:meth:`FastPath.metrics`, with the states where the fast path takes them."""
+    if getattr(fast, "needs_states", False):
+        return fast.metrics(publishers, receiver_sets, payload_bytes,
+                            states=states)  # type: ignore[call-arg]
+    return fast.metrics(publishers, receiver_sets, payload_bytes)
+
+
 def implementations(fast: FastPath) -> list[FastPath]:
     """``fast`` in each of its implementations (those it lists, else itself)."""
     names = getattr(fast, "implementations", (fast.impl,))
@@ -109,7 +183,6 @@ def test_discovery_finds_the_known_fast_paths():
     assert set(FAST) >= KNOWN
     assert all(isinstance(make_strategy(n).fast_path(_PROBE, DelayModel()), FastPath)
                for n in FAST)
-    assert "switch-mcgroup" not in FAST
 
 
 def _with_delays(topo: Topology, delays: list[float]) -> Topology:
@@ -141,9 +214,12 @@ def parameters(draw, name: str) -> dict[str, Any]:
 
 @st.composite
 def cases(draw, name: str):
-    n = draw(st.integers(1, 24))
-    topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
-                           hosts=draw(st.integers(1, 3)))
+    if install_needs(name) == "fabric":
+        topo = load_topology(FABRIC)
+    else:
+        n = draw(st.integers(1, 24))
+        topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
+                               hosts=draw(st.integers(1, 3)))
     if draw(st.booleans()):
         topo = _with_delays(topo, draw(st.lists(st.sampled_from([0.0, 1e-6, 3.3e-4, 0.1]),
                                                 min_size=1, max_size=4)))
@@ -158,14 +234,29 @@ def cases(draw, name: str):
     return topo, publisher, receivers, (name, params), delays, payload
 
 
-@pytest.mark.parametrize("name", FAST)
+@pytest.mark.parametrize("name", STATELESS)
 @settings(max_examples=250, deadline=None)
 @given(data=st.data())
 def test_fast_path_equals_reference(name, data):
+    check_case(name, data)
+
+
+@pytest.mark.parametrize("name", STATEFUL)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_stateful_fast_path_equals_reference(name, data):
+    """The same for fast paths that read the installed state (fewer examples: every
+    case encodes, installs and runs the reference)."""
+    check_case(name, data)
+
+
+def check_case(name: str, data: Any) -> None:
     topo, publisher, receivers, (_, params), delays, payload_bytes = data.draw(cases(name))
+    seed = data.draw(st.integers(0, 2**16))
     try:
         strategy = make_strategy(name, params)
-        state = strategy.install(topo, Knowledge.for_notification(publisher, receivers))
+        state = strategy.install(topo, knowledge(install_needs(name), topo, publisher,
+                                                 receivers, seed))
     except ValueError:  # parameters that do not fit together or cannot address topo
         event(f"{name}: no state")  # (SpecError, FieldRangeError: nothing to compare)
         return
@@ -182,7 +273,7 @@ def test_fast_path_equals_reference(name, data):
         ref = None  # the fast path must decline: the reference raises
     for variant in implementations(fast):
         got = variant.delivery(state, note, receivers, payload)
-        metrics = variant.metrics([publisher], [receivers], payload_bytes)[0]
+        metrics = fast_metrics(variant, [publisher], [receivers], payload_bytes, [state])[0]
         event(f"{name}: {'declined' if got is None else 'compared'}")
         if ref is None or got is None:
             assert got is None and metrics is None, variant.impl
@@ -194,31 +285,37 @@ def test_fast_path_equals_reference(name, data):
         assert got.links == ref.links, variant.impl
         assert got.first_arrival_s == ref.first_arrival_s, variant.impl
         assert got == ref, variant.impl
-        assert list(metrics) == list(METRIC_KEYS)
-        assert metrics == row_metrics(ref), variant.impl
+        assert list(metrics)[:len(METRIC_KEYS)] == list(METRIC_KEYS)
+        assert {k: metrics[k] for k in METRIC_KEYS} == row_metrics(ref), variant.impl
+        extra = strategy.extra_metrics(topo, state, note, receivers, ref)
+        assert {f: metrics.get(f, 0) for f in HEADER_LABEL_FIELDS} == {
+            f: getattr(extra, f) or 0 for f in HEADER_LABEL_FIELDS}, variant.impl
 
 
 @pytest.mark.parametrize("name", FAST)
 def test_jellyfish_255_cell_notifications(name):
     """The benchmark network itself (seed 000 ch. 3): 30 % receivers, 50 B; every
     discovered fast path covers these notifications (it is not a fast path that
-    declines everything) and equals the reference on them."""
-    from topologies.specs import load_topology
-
-    topo = load_topology("jellyfish:switches=255,degree=4,hosts=1,seed=1")
+    declines everything) and equals the reference on them. Strategies that need the
+    datacenter fabric run on the ch. 6 fabric instead; those that read the state
+    (slow references) on one notification."""
+    need = install_needs(name)
+    topo = load_topology("fabric:pods=8,racks=4,hosts=2,planes=4,spines=4" if need == "fabric"
+                         else "jellyfish:switches=255,degree=4,hosts=1,seed=1")
     strategy = make_strategy(name)
     rng = np.random.default_rng(5)
     fast = strategy.fast_path(topo, DelayModel())
     assert fast is not None
-    for i in range(3):
+    for i in range(1 if name in STATEFUL else 3):
         pub = topo.hosts[int(rng.integers(len(topo.hosts)))]
         others = [h for h in topo.hosts if h != pub]
         receivers = frozenset(rng.choice(others, round(0.3 * len(topo.hosts)), replace=False))
-        state = strategy.install(topo, Knowledge.for_notification(pub, receivers))
+        state = strategy.install(topo, knowledge(need, topo, pub, receivers, 1))
         note = Notification(i, pub)
         ref = run_notification(topo, strategy, state, note, receivers, payload_for(note, 50))
         for variant in implementations(fast):
-            assert variant.delivery(state, note, receivers, payload_for(note, 50)) == ref
+            got = variant.delivery(state, note, receivers, payload_for(note, 50))
+            assert got is not None and got == ref
 
 
 @pytest.mark.parametrize("strategy,params", [*((n, {}) for n in FAST),
@@ -231,11 +328,14 @@ def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
     from experiments.cells.pipeline import cell_rows, cell_setup
     from experiments.cells.spec import parse_spec_dict
 
+    need = install_needs(strategy)
     spec = parse_spec_dict({
         "experiment": {"name": "paths", "notifications": 12, "seeds": [4],
                        "payload_bytes": [50]},
-        "grid": {"topology": ["jellyfish:switches=24,degree=3,hosts=2,seed=2"],
-                 "strategy": [strategy], "receivers": ["uniform:percent=30"]},
+        "grid": {"topology": [FABRIC if need == "fabric"
+                              else "jellyfish:switches=24,degree=3,hosts=2,seed=2"],
+                 "strategy": [strategy],
+                 "receivers": ["clustered" if need else "uniform:percent=30"]},
         "strategy_params": {strategy: params} if params else {},
         "links": {"delay_s": 2.5e-5}, "delays": {"pass_s": 3e-6},
     }, "<paths>")
@@ -255,7 +355,8 @@ def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
 
 def test_static_path_choice():
     topo = random_topology(6, 2, 1)
-    bitmask, mcgroup = make_strategy("switch-bitmask"), make_strategy("switch-mcgroup")
+    bitmask = make_strategy("switch-bitmask")
+    mcgroup = make_strategy("switch-mcgroup", {"groups": "used"})
     assert choose_static_path(topo, bitmask, DelayModel(), "auto") is not None
     assert choose_static_path(topo, bitmask, DelayModel(), "reference") is None
     assert choose_static_path(topo, mcgroup, DelayModel(), "auto") is None
@@ -277,7 +378,9 @@ def test_subclasses_do_not_inherit_a_fast_path():
 # -- the tree walk of switch-bitmask, switch-port and hops ----------------------------
 
 TREE_WALKS = [("switch-bitmask", {}), ("switch-port", {}),
-              ("switch-port", {"pruning": "reactive"}), ("hops", {})]
+              ("switch-port", {"pruning": "reactive"}), ("hops", {}),
+              ("switch-mcgroup", {"groups": "subsets", "subsets": 3}),
+              ("mixed", {"fallback": "port", "mcgroup_max_ports": 4})]
 #: Both implementations of the tree walk: numpy, and the numba kernel when numba is there.
 IMPLS = ["numpy", pytest.param("jit", marks=pytest.mark.skipif(
     batch_kernel is None, reason="numba not installed (or STACKCAST_NO_JIT=1)"))]
@@ -331,7 +434,11 @@ def test_oversized_and_uncovered_go_to_the_reference():
     assert fast.metrics([pub], [receivers | {pub}], 50) == [None]  # publisher as receiver
     for name, params in [("switch-port", {"tree": "steiner"}),
                          ("switch-bitmask", {"stack_order": "largest-first"}),
-                         ("switch-mcgroup", {}), ("multicast", {"tree": "steiner"})]:
+                         ("switch-mcgroup", {"groups": "used"}),
+                         ("switch-mcgroup", {"groups": "used", "group_ids": "sequential"}),
+                         ("mixed", {"groups": "used"}), ("mixed", {"tree": "steiner"}),
+                         ("mixed", {"stack_order": "smallest-first"}),
+                         ("multicast", {"tree": "steiner"})]:
         assert make_strategy(name, params).fast_path(topo, DelayModel()) is None, name
     with pytest.raises(ValueError, match="impl must be auto, jit or numpy"):
         _tree_walk("switch-bitmask", {}, topo, "cuda")
