@@ -89,14 +89,16 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
                 switches += sw_t[r, i]
                 m[k] = 0
                 sib[k] = 0
-                q[k] = -1  # mcgroup: highest port block of a child
-                if sw_t[r, i] == 0:
-                    typ[k] = 0
-                elif is_mc[node[k]] == 1:
-                    typ[k] = _M
-                else:
-                    typ[k] = _P if fallback_port == 1 else _B
-                wt[k] = 1 if typ[k] == _B or typ[k] == _M else 0
+                if kind == MCGROUP:
+                    q[k] = -1  # highest port block of a child
+                elif kind == MIXED:  # the node's entry kind and its own entries
+                    if sw_t[r, i] == 0:
+                        typ[k] = 0
+                    elif is_mc[node[k]] == 1:
+                        typ[k] = _M
+                    else:
+                        typ[k] = _P if fallback_port == 1 else _B
+                    wt[k] = 1 if typ[k] == _B or typ[k] == _M else 0
                 if p >= 0:
                     par[k] = comp[p]
                     m[comp[p]] += 1
@@ -104,13 +106,14 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
                     child_rank[k] = sib[comp[p]]  # children come in port order
                     if kind == MCGROUP and block_t[r, i] > q[comp[p]]:
                         q[comp[p]] = block_t[r, i]
-                    if typ[comp[p]] == _P:
+                    elif kind == MIXED and typ[comp[p]] == _P:
                         wt[k] += 1  # the parent's port entry for this node
                 else:
                     par[k] = -1
-                wbefore[k] = wsum
-                wsum += wt[k]
-                wsub[k] = wt[k]
+                if kind == MIXED:
+                    wbefore[k] = wsum
+                    wsum += wt[k]
+                    wsub[k] = wt[k]
                 k += 1
                 seen += 1
         prefix[n] = seen
