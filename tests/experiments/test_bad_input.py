@@ -375,6 +375,13 @@ def test_version(capsys):
 
 # -- 5. Spark master errors -------------------------------------------------------------
 
+def _default_sigint() -> None:
+    """Run in the child before exec: Ctrl-C handling as in a terminal, also where this
+    test itself runs with SIGINT ignored (a background job of a non-interactive shell,
+    as CI may be); Python installs its KeyboardInterrupt handler only over SIG_DFL."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stackcast(*argv: str, **kw: Any) -> subprocess.Popen:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
@@ -382,7 +389,7 @@ def _stackcast(*argv: str, **kw: Any) -> subprocess.Popen:
                              "import sys; from experiments.cli.main import main; "
                              "sys.exit(main(sys.argv[1:]))", *argv],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **kw)
+                            text=True, preexec_fn=_default_sigint, **kw)
 
 
 @pytest.mark.spark
@@ -512,7 +519,8 @@ def test_ctrl_c_in_hil_exits_130_without_hanging():
     """The CLI's interrupt path once gRPC is loaded (BMv2 itself need not be here)."""
     env = {**os.environ}
     proc = subprocess.Popen([sys.executable, "-c", FAKE_HIL], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     proc.send_signal(signal.SIGINT)
