@@ -48,8 +48,9 @@ cells
     zoo:Dfn, over ``vt_cells`` seeds each.
 ch6 (opt-in)
     Wall time of ``experiments/specs/ch6-churn.toml`` on Spark ``local[2]``.
-    ``fraction`` < 1 runs a deterministic subset (cells whose id falls in
-    the first ``fraction`` of the id space) and *extrapolates*: session start
+    ``fraction`` < 1 runs a deterministic subset (:class:`SubsetSpec`: that
+    fraction of the groups a real run keeps in one task, churn levels of one
+    seed together) and *extrapolates*: session start
     + worker warm-up (one cell) + subset time x cells / subset cells; the
     output says so. Reference: the local engine (one warm process) on a few
     cells of the same subset.
@@ -68,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.cells.spec import SPEC_DIR
+from sim.dataplanes.seeds import stable_seed
 
 STATIC_TOPOLOGY = "jellyfish:switches=255,degree=4,hosts=1,seed=1"
 STATIC_STRATEGIES = ("switch-bitmask", "switch-port", "hops")
@@ -482,20 +484,26 @@ def bench_spark_item(reps: int = 3, cells: int = 12,
 
 
 class SubsetSpec:
-    """A spec restricted to the cells whose id falls in the first ``fraction`` of the id space.
+    """A spec restricted to a deterministic ``fraction`` of its groups of related cells.
 
-    Cell ids are hex digests of the cell parameters, so the subset is
-    deterministic and spread over the whole grid. Only what the runners read
+    A group is what a real run keeps together in one task so that its caches
+    hit (:func:`experiments.runners.spark.affinity`: e.g. the churn levels of
+    one seed); a group is kept when the 63-bit :func:`~sim.dataplanes.seeds.stable_seed`
+    of its key falls in the first ``fraction`` of that range, so the subset is
+    spread over the whole grid and never splits a group. ``fraction`` 0 keeps
+    the one cell with the smallest id (a warm-up). Only what the runners read
     (``name``, ``cells()``, ``canonical()``) is provided.
     """
 
     def __init__(self, spec: Any, fraction: float) -> None:
-        if not 0 <= fraction <= 1:  # 0: the one cell with the smallest id (a warm-up)
+        from experiments.runners.spark import affinity
+
+        if not 0 <= fraction <= 1:
             raise ValueError(f"--fraction must be in (0, 1]; got {fraction}")
         self.spec, self.fraction, self.name = spec, fraction, spec.name
         everything = spec.cells()
-        limit = fraction * 16 ** 8
-        keep = [c for c in everything if int(c.cell_id[:8], 16) < limit] or [
+        limit = fraction * 2 ** 63
+        keep = [c for c in everything if stable_seed(list(affinity(c))) < limit] or [
             min(everything, key=lambda c: c.cell_id)]
         self.total, self._cells = len(everything), keep
 
