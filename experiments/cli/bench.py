@@ -1,0 +1,85 @@
+"""``stackcast bench``: the speed suite, its single items and the scaling table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from experiments.cli.errors import CliError
+
+
+def _bench_scaling(args: argparse.Namespace) -> int:
+    """``bench scaling``: peak memory per (topology, strategy), one process each."""
+    from tqdm import tqdm
+
+    from experiments.bench.scaling import all_strategies, format_scaling, run_scaling
+
+    try:
+        sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"--sizes: comma-separated switch counts, got {args.sizes!r}") from None
+    names = [x.strip() for x in args.strategies.split(",") if x.strip()] \
+        if args.strategies else list(all_strategies())
+    bad = [n for n in names if n not in all_strategies()]
+    if bad:
+        raise CliError(f"--strategies: unknown strategy {bad[0]!r}")
+    runs = len(sizes) * len(names) + (0 if args.no_fattree else 4)
+    with tqdm(total=runs, desc="bench scaling", unit="run", disable=args.quiet,
+              dynamic_ncols=True) as bar:
+        result = run_scaling(sizes, names, not args.no_fattree, timeout_s=args.timeout_s,
+                             tick=lambda rec: bar.update(1))
+    print(json.dumps(result, indent=2) if args.json else format_scaling(result))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.target in ("suite", "static", "encoder", "cells", "ch6"):
+        from experiments.bench.suite import DEFAULT_ITEMS, ITEMS, format_suite, run_suite
+
+        if args.target == "suite":
+            items = [i.strip() for i in args.items.split(",") if i.strip()] if args.items \
+                else list(DEFAULT_ITEMS)
+            bad = [i for i in items if i not in ITEMS]
+            if bad:
+                raise CliError(f"--items: unknown item {bad[0]!r} (known: {', '.join(ITEMS)})")
+        else:
+            items = [args.target]
+        if not 0 < args.fraction <= 1:
+            raise CliError(f"--fraction must be in (0, 1], got {args.fraction}")
+        if args.reps < 1:
+            raise CliError(f"--reps must be >= 1, got {args.reps}")
+        if args.notifications < 1:
+            raise CliError(f"--notifications must be >= 1, got {args.notifications}")
+        suite = run_suite(items, reps=args.reps, fraction=args.fraction,
+                          progress=not args.quiet, spark_cells=args.cells,
+                          static_notifications=args.notifications)
+        print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
+        return 0
+    if args.target == "scaling":
+        return _bench_scaling(args)
+    if args.target == "timed":
+        from tqdm import tqdm
+
+        from experiments.bench.timed import (
+            DURATION_S,
+            TOPOLOGY,
+            format_bench_timed,
+            run_bench_timed,
+        )
+
+        duration = DURATION_S if args.duration_s is None else args.duration_s
+        if not duration > 0:
+            raise CliError(f"--duration-s must be > 0, got {duration}")
+        with tqdm(total=args.reps + 1, desc="bench timed (probe, then repetitions)",
+                  unit="run", disable=args.quiet, dynamic_ncols=True) as bar:
+            timed = run_bench_timed(reps=args.reps, tick=lambda: bar.update(1),
+                                    topology=args.topology or TOPOLOGY,
+                                    strategy=args.strategy, publishers=args.publishers,
+                                    rate_hz=args.rate_hz, duration_s=duration)
+        print(json.dumps(timed, indent=2) if args.json else format_bench_timed(timed))
+        return 0
+    from experiments.bench.spark import format_bench, run_bench_spark
+
+    result = run_bench_spark(cells=args.cells, reps=args.reps)
+    print(json.dumps(result, indent=2) if args.json else format_bench(result))
+    return 0
