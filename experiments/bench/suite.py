@@ -591,10 +591,11 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
             elif item == "timed":
                 res = bench_timed_item(reps=reps, tick=lambda: bar.update(1))
             elif item == "timed-1000":
-                from experiments.bench.timed import TOPOLOGY_1000
+                from experiments.bench.timed import DURATION_1000_S, PARAMS_1000, TOPOLOGY_1000
 
                 res = bench_timed_item(reps=reps, tick=lambda: bar.update(1),
-                                       topology=TOPOLOGY_1000)
+                                       topology=TOPOLOGY_1000, params=PARAMS_1000,
+                                       duration_s=DURATION_1000_S)
             elif item == "spark":
                 res = bench_spark_item(reps=reps, cells=spark_cells, tick=lambda: bar.update(1))
             elif item == "cells":

@@ -53,6 +53,11 @@ from topologies.specs import load_topology
 TOPOLOGY = "jellyfish:switches=255,degree=4,hosts=1,seed=1"
 #: the large network of the issue 9 target (>= 0.4x one SimPy process)
 TOPOLOGY_1000 = "jellyfish:switches=1000,degree=4,hosts=1,seed=1"
+#: Strategy parameters at 1,000 switches: 8-bit switch ids address 255 switches, and
+#: stacks over that many switches need jumbo frames.
+PARAMS_1000 = {"id_bits": "16", "on_oversize": "jumbo"}
+#: Simulated seconds at 1,000 switches (about 30 s of wall time per run on this machine).
+DURATION_1000_S = 0.05
 DURATION_S = 0.2
 
 
@@ -83,10 +88,11 @@ def raw_simpy_timeouts_per_s(timeouts: int = 200_000, processes: int = 1
 
 def build_model(topology: str = TOPOLOGY, strategy: str = "switch-port", publishers: int = 64,
                 rate_hz: float = 100.0, duration_s: float = DURATION_S, percent: float = 30.0,
-                seed: int = 1) -> TimedEngine:
-    """The loaded network of the benchmark, with its workload started (not run)."""
+                seed: int = 1, params: dict[str, str] | None = None) -> TimedEngine:
+    """The loaded network of the benchmark, with its workload started (not run);
+    ``params``: the strategy's parameters (default: its defaults)."""
     topo = load_topology(topology)
-    strat = make_strategy(strategy)
+    strat = make_strategy(strategy, params)
     population = receiver_model(f"uniform:percent={percent}").population(
         topo, child_rng(seed, "population"))
     hosts = list(topo.hosts)
@@ -167,7 +173,8 @@ def run_bench_timed(reps: int = 3, tick: Callable[[], None] = lambda: None,
                   "publishers": model.get("publishers", 64),
                   "rate_hz": model.get("rate_hz", 100.0),
                   "duration_s": model.get("duration_s", DURATION_S),
-                  "percent": model.get("percent", 30.0)},
+                  "percent": model.get("percent", 30.0),
+                  "params": dict(model.get("params") or {})},
         "raw_simpy_timeouts_per_s": raw,
         "raw_simpy_timeouts_per_cpu_s": raw_cpu,
         "queue_depth": depth,

@@ -51,3 +51,17 @@ def test_bench_timed_on_the_255_switch_jellyfish(capsys):
     """The default measurement (select with -m benchmark)."""
     assert main(["bench", "timed", "--reps", "1"]) == 0
     print(capsys.readouterr().out)
+
+
+def test_the_suites_1000_switch_model_runs():
+    """The default suite's 1,000-switch item uses widths that address 1,000 switches
+    (8-bit switch ids, the default, stop at 255: the suite failed on it once)."""
+    from experiments.bench.timed import DURATION_1000_S, PARAMS_1000, TOPOLOGY_1000, model_run
+    from strategies.base import make_strategy
+    from topologies.specs import load_topology
+
+    with pytest.raises(ValueError, match="id_bits"):
+        make_strategy("switch-port").check_widths(load_topology(TOPOLOGY_1000))
+    run = model_run(topology=TOPOLOGY_1000, params=PARAMS_1000, duration_s=0.002)
+    assert run["notifications"] > 0 and run["hops"] > 0 and run["drops"] == 0
+    assert 0 < DURATION_1000_S <= 0.2
