@@ -31,8 +31,12 @@ from experiments.reports.grouping import group_rows, receiver_params
 from experiments.reports.plots import Series, coincide_note, plot_title, save_line_plot
 from sim.workloads.receivers import StepAxis, receiver_model, step_model_names, step_x
 
-HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "frames", "bytes",
-            "lookups", "recirculations", "state_entries", "control_writes", "delay_worst_ms"]
+HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "header_entries",
+            "frames", "bytes", "lookups", "recirculations", "state_entries", "control_writes",
+            "delay_worst_ms"]
+# Added to the table, all three, where any point has typed labels (virtual trees, seed 000
+# Fig. 6.9b).
+LABEL_HEADLINE = ["header_tree_labels", "header_stop_labels", "header_hop_labels"]
 # Plotted when not 0 everywhere; labels and units: experiments/reports/columns.py.
 PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries",
            "control_writes"]
@@ -148,7 +152,9 @@ def _cell(r: Mapping[str, Any], metric: str) -> str:
 
 def _table(recs: Sequence[Mapping[str, Any]], timed: bool, steps: bool) -> list[str]:
     """The experiment's Markdown table: one row per point (and step), one number format."""
-    headline = (HEADLINE + (TIMED_HEADLINE if timed else [])
+    typed = any(r.get(f"{m}_mean") for r in recs for m in LABEL_HEADLINE)
+    labels = LABEL_HEADLINE if typed else []
+    headline = (HEADLINE + labels + (TIMED_HEADLINE if timed else [])
                 + (["control_writes_cum"] if steps else []))
     step_hdr = []
     if steps:

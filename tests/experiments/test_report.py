@@ -14,6 +14,7 @@ from experiments.reports.columns import COLUMNS, axis_label, fmt, header, y_scal
 from experiments.reports.plots import Series, coinciding, line_figure
 from experiments.reports.report import (
     HEADLINE,
+    LABEL_HEADLINE,
     PLOTTED,
     TIMED_HEADLINE,
     aggregate_local,
@@ -96,7 +97,7 @@ def test_churn_report_has_a_row_per_step_and_the_fig_4_8_plots(results: Any) -> 
 # -- labels, units, number format --------------------------------------------------
 
 def test_every_reported_metric_has_a_label_and_unit_declared_once() -> None:
-    for m in {*HEADLINE, *PLOTTED, *TIMED_HEADLINE, "control_writes_cum"}:
+    for m in {*HEADLINE, *LABEL_HEADLINE, *PLOTTED, *TIMED_HEADLINE, "control_writes_cum"}:
         assert m in COLUMNS, m
         assert COLUMNS[m].unit or COLUMNS[m].log is False, m    # only ratios go without
     assert axis_label("header_bytes") == "header bytes per notification (B)"
@@ -124,6 +125,24 @@ def test_report_tables_use_the_one_format_and_the_sweep_plots_carry_units(result
             for number in cell.split(" ± "):
                 assert re.fullmatch(r"-?\d{1,3}(,\d{3})*(\.\d+)?", number), cell
     assert (results / "rs" / "sweep-header_bytes.png").stat().st_size > 5000
+    hdr = _table(text)[0]
+    assert header("header_entries") in hdr
+    assert not any(header(m) in hdr for m in LABEL_HEADLINE)   # no typed labels here
+
+
+def test_virtual_tree_tables_split_the_header_by_label_type(results: Any) -> None:
+    """Fig. 6.9b's tree / stop / hop split is in the table of a strategy with typed labels,
+    and the three means add up to the header entries (seed 000 §6.5.3)."""
+    md = write_report(aggregate_local(read_results(results / "churn")), results / "rl")
+    rows = _table(md.read_text())
+    hdr, body = rows[0], rows[1:]
+    cols = [hdr.index(header(m)) for m in LABEL_HEADLINE]
+    entries = hdr.index(header("header_entries"))
+    for row in body:
+        parts = [float(row[c].split(" ± ")[0].replace(",", "")) for c in cols]
+        assert sum(parts) == pytest.approx(float(row[entries].split(" ± ")[0].replace(",", "")),
+                                           rel=0.01)
+    assert any(float(row[cols[0]].split(" ± ")[0]) > 0 for row in body)   # hybrid uses trees
 
 
 # -- log scale -----------------------------------------------------------------------
