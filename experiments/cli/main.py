@@ -427,6 +427,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return _interrupted(args)
+    except BrokenPipeError:
+        return _pipe_closed()
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout went away (``stackcast topology show ... | head``): end
+    quietly. stdout is pointed at /dev/null so the interpreter's last flush cannot
+    raise again (Python docs, "Note on SIGPIPE" in the ``signal`` module)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1
 
 
 #: Exit status after Ctrl-C (128 + SIGINT).

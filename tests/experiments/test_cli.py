@@ -120,3 +120,19 @@ def test_every_strategy_fills_the_deliver_contract_or_says_what_it_needs(capsys,
     assert doc["false_negatives"] == 0
     if strategy != "broadcast":
         assert doc["delivered"] == {"h5": 1, "h9": 1, "h11": 1}
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """``stackcast topology show ... | head`` ends without a traceback."""
+    import subprocess
+    import sys
+
+    entry = "import sys; from experiments.cli.main import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", entry, "topology", "show", "fattree:k=16"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()            # what head does after its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
