@@ -456,6 +456,34 @@ def best_strategies(points: Sequence[Point], metric: str = "header_entries"
     return best
 
 
+def _at_top_churn(points: Sequence[Point]) -> Sequence[Point]:
+    """The points at the largest churn level present (all points if none has churn)."""
+    churns = {c for p in points if (c := recv(p).get("churn")) is not None}
+    if not churns:
+        return points
+    top = max(churns, key=_sort_key)
+    return [p for p in points if recv(p).get("churn", top) == top]
+
+
+def best_strategy_table(points: Sequence[Point],
+                        stats: Callable[[str], tuple[int, float]] | None = None) -> list[str]:
+    """Fig. 6.15 as Markdown: per network (by diameter, then σ_k²) its d, σ_k² and, per
+    receiver model, the best strategy with its mean header entries."""
+    stats = stats or topology_stats
+    best = best_strategies(_at_top_churn(points))
+    specs = sorted({s for _, s in best}, key=lambda s: [_sort_key(v) for v in
+                                                         receiver_params(s).values()])
+    topos = sorted({t for t, _ in best}, key=lambda t: (stats(t)[0], -stats(t)[1]))
+    lines = ["| network | d | σ_k² | " + " | ".join(receiver_label(s) for s in specs) + " |",
+             "|" + "---|" * (3 + len(specs))]
+    for t in topos:
+        d, var = stats(t)
+        cells = [f"{best[t, s][0]} ({best[t, s][1]:.3g})" if (t, s) in best else ""
+                 for s in specs]
+        lines.append(f"| {topology_label(t)} | {d} | {var:.2f} | " + " | ".join(cells) + " |")
+    return lines
+
+
 @FIGURES.register("fig-6.15")
 def fig_6_15(points: Sequence[Point], out: Path,
              stats: Callable[[str], tuple[int, float]] | None = None) -> list[Path]:
@@ -466,10 +494,7 @@ def fig_6_15(points: Sequence[Point], out: Path,
     ``stats``: topology spec -> (diameter, σ_k²), default :func:`topology_stats`."""
     _need(points, ["header_entries"], "fig-6.15")
     stats = stats or topology_stats
-    churns = {c for p in points if (c := recv(p).get("churn")) is not None}
-    if churns:
-        top = max(churns, key=_sort_key)
-        points = [p for p in points if recv(p).get("churn", top) == top]
+    points = _at_top_churn(points)
     best = best_strategies(points)
     keys = _varying_receiver_keys(points, skip=["churn"])
     row_key = "scenario" if "scenario" in keys else None
@@ -538,4 +563,7 @@ def figure_section(names: Sequence[str], points: Sequence[Point], out_dir: str |
             lines += [f"*{name}: not drawn ({exc}).*", ""]
             continue
         lines += [f"![{name}]({p.name})" for p in paths] + [""]
+        if name == "fig-6.15":
+            lines += ["Best strategy (smallest mean header entries) per network, "
+                      "at the largest churn:", ""] + best_strategy_table(points) + [""]
     return lines

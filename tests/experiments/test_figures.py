@@ -251,6 +251,17 @@ def test_fig_6_15_scatter_of_best_strategy_log_log(tmp_path, captured):
     assert "hops" not in legend_texts(fig)
 
 
+def test_fig_6_15_table_names_the_best_strategy_per_network_at_full_churn():
+    stats = {"zoo:A": (4, 5.04), "zoo:B": (31, 0.11)}.__getitem__
+    lines = figures.best_strategy_table(best_points(), stats=stats)
+    assert lines[0] == ("| network | d | σ_k² | uniform, churn 100 %, 15 % subscribers | "
+                        "uniform, churn 100 %, 45 % subscribers | "
+                        "distant, churn 100 %, 15 % subscribers | "
+                        "distant, churn 100 %, 45 % subscribers |")
+    assert lines[2] == "| A | 4 | 5.04 | " + " | ".join(["vt-clusters (12)"] * 4) + " |"
+    assert lines[3] == "| B | 31 | 0.11 | " + " | ".join(["vt-random (20)"] * 4) + " |"
+
+
 # -- declaration in the spec -----------------------------------------------------------
 
 
