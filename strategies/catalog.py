@@ -5,7 +5,9 @@ This is the one place registry loading names concrete strategy modules
 """
 
 from strategies.alm import brokers  # noqa: F401
+from strategies.bier import bier  # noqa: F401
 from strategies.camus import camus  # noqa: F401
+from strategies.elmo import elmo  # noqa: F401
 from strategies.kundel import kundel  # noqa: F401
 from strategies.l2 import broadcast, multicast, unicast  # noqa: F401
 from strategies.neighbor_labels import destinations, hops  # noqa: F401

@@ -54,6 +54,8 @@ CASES = [
     Case("virtual_tree", "path", {"max_rules": 3}, FABRIC, "frequency:subscribers=30"),
     Case("l2", "multicast"),
     Case("alm", "alm-fork"),
+    Case("bier", "bier"),
+    Case("elmo", "elmo", {"leaf_prules": 1, "leaf_srules": 2}, "elmo:pods=2,leaves=2,hosts=2"),
     Case("prefix_filter", "pleroma-dz", receivers=CONTENT),
     Case("range_filter", "range-boxes", receivers=CONTENT),
     Case("camus", "camus-bdd", receivers=CONTENT),

@@ -162,4 +162,4 @@ def check_topology_size(spec: str, *, force: bool = False) -> None:
 
 def _ensure_loaded() -> None:
     # Importing the modules registers their generators.
-    from topologies import files, generators, tree_generators, zoo  # noqa: F401
+    from topologies import clos3, files, generators, tree_generators, zoo  # noqa: F401

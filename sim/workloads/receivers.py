@@ -193,7 +193,7 @@ class ReceiverModel:
 
 def load_builtin_receiver_models() -> None:
     """Import the modules that register the other built-in receiver models."""
-    from sim.workloads import clustered, content, replacement  # noqa: F401
+    from sim.workloads import clustered, content, replacement, tenants  # noqa: F401
 
 
 def receiver_model(spec: str) -> ReceiverModel:

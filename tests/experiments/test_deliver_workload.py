@@ -29,9 +29,10 @@ FAMILIES = {
     "virtual_tree": (JELLYFISH, CLUSTERED),
     "content": (FATTREE, CONTENT),
     "receiver-set": (JELLYFISH, "uniform:percent=30"),
+    "clos": ("elmo:pods=2,leaves=4,hosts=4", "uniform:percent=30"),  # elmo: Clos tiers
 }
 _CONTENT_DATAPLANES = {"camus", "kundel", "prefix_filter", "range_filter"}
-_RECEIVER_SET_DATAPLANES = {"source_routing", "neighbor_labels", "l2", "alm"}
+_RECEIVER_SET_DATAPLANES = {"source_routing", "neighbor_labels", "l2", "alm", "bier"}
 #: Receiver-set strategies that deliver to hosts that did not ask (flooding);
 #: the content filters may too (covering boxes, prefixes).
 INEXACT = {"broadcast"}
@@ -43,6 +44,8 @@ def family(name: str) -> str:
         return "fabric"
     if cls.dataplane == "virtual_tree":
         return "virtual_tree"
+    if cls.dataplane == "elmo":
+        return "clos"
     if cls.dataplane in _CONTENT_DATAPLANES:
         return "content"
     if cls.dataplane in _RECEIVER_SET_DATAPLANES:

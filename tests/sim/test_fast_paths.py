@@ -74,9 +74,13 @@ KNOWN = {"switch-bitmask", "switch-port", "switch-mcgroup", "mixed", "hops", "de
          # the virtual-tree labels (seed 000 ch. 4-6)
          "tree", "hybrid", "source-routed", "topo-based", "vt-tree", "threshold", "path",
          "vt-broadcast", "vt-random", "vt-random-variant", "vt-cycles", "vt-partitions",
-         "vt-relation", "vt-freq-relation", "vt-clusters", "vt-hybrid"}
+         "vt-relation", "vt-freq-relation", "vt-clusters", "vt-hybrid",
+         "elmo",  # Elmo's header walk (on a three-tier Clos)
+         "bier"}  # BIER's copies (RFC 8279 §6.5, one pass per next hop)
 #: The datacenter fabric (small) for strategies that need its roles.
 FABRIC = "fabric:pods=2,racks=2,hosts=2,planes=2,spines=2"
+#: A small three-tier Clos for strategies that need core/spine/leaf tiers (elmo).
+CLOS = "elmo:pods=2,leaves=2,hosts=2"
 
 #: Values drawn for parameter fields of these names (besides the default): field
 #: widths, and MTUs small enough that stacks overflow (the reference's case).
@@ -86,6 +90,11 @@ FIELD_VALUES: dict[str, list[Any]] = {
     # switch-mcgroup's group field and port blocks; mixed's widths and mc-group switches
     "group_bits": [8, 16], "subsets": [1, 2, 3, 5], "value_bits": [8, 16, 24],
     "tag_bits": [8, 16], "mcgroup_max_ports": [0, 2, 3, 4, 8],
+    "bsl_bits": [64, 128, 256],  # bier's bitstring length
+    # elmo's clustering limits (R, H_max, K_max, s-rule capacities, default p-rule)
+    "redundancy": [0, 1, 48], "spine_redundancy": [0, 2], "leaf_prules": [0, 1, 2],
+    "spine_prules": [0, 1], "switches_per_prule": [1, 2], "leaf_srules": [0, 1],
+    "spine_srules": [0, 1], "default_prule": [True, False],
 }
 
 #: Family-specific tightenings: a fast path of this class declines a notification only if
@@ -101,6 +110,14 @@ DECLINES_ONLY: dict[type, Callable[[frozenset[str], Delivery], bool]] = {
 _PROBE = random_topology(6, 2, 1, hosts=2)
 
 
+def probe(name: str) -> FastPath | None:
+    """The fast path of ``name`` (default parameters) on a small random network, else on
+    the small Clos (strategies that need Clos tiers)."""
+    strategy = make_strategy(name)
+    return strategy.fast_path(_PROBE, DelayModel()) or strategy.fast_path(
+        load_topology(CLOS), DelayModel())
+
+
 def fast_path_strategies() -> tuple[str, ...]:
     """Registered strategies whose hook returns a fast path (default parameters)."""
     load_builtin_strategies()
@@ -110,10 +127,10 @@ def fast_path_strategies() -> tuple[str, ...]:
         if cls.fast_path is Strategy.fast_path:
             continue
         try:
-            strategy = make_strategy(name)
+            found = probe(name)
         except SpecError:  # no usable defaults: not discoverable this way
             continue
-        if strategy.fast_path(_PROBE, DelayModel()) is not None:
+        if found is not None:
             out.append(name)
     return tuple(sorted(out))
 
@@ -127,7 +144,7 @@ def knowledge(need: str, topo: Topology, publisher: str, receivers: frozenset[st
     (clustered receivers, or frequency receivers on networks with few hosts) when
     the strategy ``need`` s one (:func:`install_needs`)."""
     know = Knowledge.for_notification(publisher, receivers)
-    if not need:
+    if need in ("", "clos"):
         return know
     spec = "clustered" if len(topo.hosts) >= 3 and seed % 2 else "frequency:subscribers=30"
     from sim.workloads.receivers import receiver_model
@@ -139,10 +156,12 @@ def knowledge(need: str, topo: Topology, publisher: str, receivers: frozenset[st
 @functools.cache
 def install_needs(name: str) -> str:
     """"" (the notification's receivers suffice), "population" (a workload's publishers
-    and subscribers) or "fabric" (those and the datacenter fabric's roles)."""
+    and subscribers), "fabric" (those and the datacenter fabric's roles) or "clos" (the
+    receivers on a three-tier Clos)."""
     strategy = make_strategy(name)
-    for need in ("", "population", "fabric"):
-        topo = load_topology(FABRIC) if need == "fabric" else _PROBE
+    for need in ("", "population", "fabric", "clos"):
+        topo = load_topology({"fabric": FABRIC, "clos": CLOS}[need]) if need in (
+            "fabric", "clos") else _PROBE
         try:
             strategy.install(topo, knowledge(need, topo, topo.hosts[0],
                                              frozenset(topo.hosts[1:3]), 1))
@@ -154,8 +173,7 @@ def install_needs(name: str) -> str:
 
 def needs_states(name: str) -> bool:
     """Whether the fast path of ``name`` takes the installed state per notification."""
-    return bool(getattr(make_strategy(name).fast_path(_PROBE, DelayModel()), "needs_states",
-                        False))
+    return bool(getattr(probe(name), "needs_states", False))
 
 
 #: Fast paths computed from the strategy alone, and those that read the state.
@@ -181,15 +199,14 @@ def implementations(fast: FastPath) -> list[FastPath]:
 
 def test_discovery_finds_the_known_fast_paths():
     assert set(FAST) >= KNOWN
-    assert all(isinstance(make_strategy(n).fast_path(_PROBE, DelayModel()), FastPath)
-               for n in FAST)
+    assert all(isinstance(probe(n), FastPath) for n in FAST)
 
 
 def _with_delays(topo: Topology, delays: list[float]) -> Topology:
     links = tuple(dataclasses.replace(lk, delay_s=delays[i % len(delays)])
                   for i, lk in enumerate(topo.links))
     return Topology(name=topo.name + ",delays", switches=topo.switches, hosts=topo.hosts,
-                    links=links)
+                    links=links, node_attrs=topo.node_attrs)
 
 
 @st.composite
@@ -216,6 +233,13 @@ def parameters(draw, name: str) -> dict[str, Any]:
 def cases(draw, name: str):
     if install_needs(name) == "fabric":
         topo = load_topology(FABRIC)
+    elif install_needs(name) == "clos":  # a fat-tree or an Elmo Clos of random shape
+        spines = draw(st.integers(1, 2))
+        topo = load_topology(draw(st.sampled_from([
+            "fattree:k=2", "fattree:k=4",
+            f"elmo:pods={draw(st.integers(1, 3))},leaves={draw(st.integers(1, 4))},"
+            f"hosts={draw(st.integers(1, 3))},spines={spines},"
+            f"cores={spines * draw(st.integers(1, 2))}"])))
     else:
         n = draw(st.integers(1, 24))
         topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
@@ -300,8 +324,9 @@ def test_jellyfish_255_cell_notifications(name):
     datacenter fabric run on the ch. 6 fabric instead; those that read the state
     (slow references) on one notification."""
     need = install_needs(name)
-    topo = load_topology("fabric:pods=8,racks=4,hosts=2,planes=4,spines=4" if need == "fabric"
-                         else "jellyfish:switches=255,degree=4,hosts=1,seed=1")
+    topo = load_topology({"fabric": "fabric:pods=8,racks=4,hosts=2,planes=4,spines=4",
+                          "clos": "elmo:pods=4,leaves=16,hosts=4"}.get(
+                             need, "jellyfish:switches=255,degree=4,hosts=1,seed=1"))
     strategy = make_strategy(name)
     rng = np.random.default_rng(5)
     fast = strategy.fast_path(topo, DelayModel())
@@ -332,10 +357,11 @@ def test_cell_rows_identical_on_both_paths(strategy, params, monkeypatch):
     spec = parse_spec_dict({
         "experiment": {"name": "paths", "notifications": 12, "seeds": [4],
                        "payload_bytes": [50]},
-        "grid": {"topology": [FABRIC if need == "fabric"
-                              else "jellyfish:switches=24,degree=3,hosts=2,seed=2"],
+        "grid": {"topology": [{"fabric": FABRIC, "clos": CLOS}.get(
+                                  need, "jellyfish:switches=24,degree=3,hosts=2,seed=2")],
                  "strategy": [strategy],
-                 "receivers": ["clustered" if need else "uniform:percent=30"]},
+                 "receivers": ["clustered" if need in ("population", "fabric")
+                               else "uniform:percent=30"]},
         "strategy_params": {strategy: params} if params else {},
         "links": {"delay_s": 2.5e-5}, "delays": {"pass_s": 3e-6},
     }, "<paths>")

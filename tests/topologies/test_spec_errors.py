@@ -21,7 +21,8 @@ def one_line_error(spec: str, match: str, exc: type[Exception] = SpecError) -> N
 
 def test_all_kinds_are_registered() -> None:
     load_topology("leafspine")  # imports the generator modules
-    assert {"jellyfish", "fattree", "fabric", "leafspine", "zoo", "file"} <= set(TOPOLOGIES)
+    assert {"jellyfish", "fattree", "fabric", "leafspine", "elmo", "zoo",
+            "file"} <= set(TOPOLOGIES)
 
 
 def test_unknown_generator_names_the_closest() -> None:
