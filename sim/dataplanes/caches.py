@@ -160,10 +160,12 @@ class Caches:
     vt_compiled : Store
         ``(Identity(ControlState), Identity(Topology))`` -> the published VTs
         of that state in the encoder's form.
-    clustered_plans : Store
-        ``(Identity(Topology), workload key, rng state)`` -> the drawn
-        clustered population plan (:mod:`sim.workloads.clustered`). Shared
-        by the cells of one seed at other churn levels.
+    workload_plans : Store
+        ``(Identity(Topology), workload key, rng state)`` -> a workload's
+        drawn plan: the clustered population (:mod:`sim.workloads.clustered`;
+        shared by the cells of one seed at other churn levels) and the tenants'
+        datacenter (:mod:`sim.workloads.tenants`; shared by the slices of one
+        seed).
     base_states : Store
         ``(strategy class, parameters, Identity(Topology))`` -> the
         receiver-independent part of that strategy's installs
@@ -172,7 +174,7 @@ class Caches:
         of that topology run.
     """
 
-    __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "clustered_plans",
+    __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
                  "base_states")
 
     def __init__(self) -> None:
@@ -180,7 +182,7 @@ class Caches:
         self.table_index: Store[tuple[Identity, str], Any] = Store("table_index", 512)
         self.vt_installs: Store[tuple[Any, ...], Any] = Store("vt_installs", 32)
         self.vt_compiled: Store[tuple[Identity, Identity], Any] = Store("vt_compiled", 16)
-        self.clustered_plans: Store[tuple[Any, ...], Any] = Store("clustered_plans", 64)
+        self.workload_plans: Store[tuple[Any, ...], Any] = Store("workload_plans", 64)
         self.base_states: Store[tuple[Any, ...], Any] = Store("base_states", 32)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:

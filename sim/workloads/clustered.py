@@ -322,7 +322,7 @@ def clustered_population(params: ClusteredParams, topology: Topology,
     levels of one seed are nested.
 
     The plan does not depend on ``churn`` or ``rebuild_every``: plans are
-    kept in ``caches.clustered_plans`` per (topology object,
+    kept in ``caches.workload_plans`` per (topology object,
     :meth:`ClusteredParams.workload_key`, state of ``rng``), so the cells of
     one seed at other churn levels that share ``caches`` reuse it (and its
     layouts and controller views) instead of drawing it again (seed 000
@@ -332,7 +332,7 @@ def clustered_population(params: ClusteredParams, topology: Topology,
     key = _rng_key(rng)
     if key is None or caches is None:
         return _draw_plan(params, topology, rng)
-    store = caches.clustered_plans
+    store = caches.workload_plans
     key = (Identity(topology), params.workload_key(), *key)
     plan = store.get(key)
     if plan is None:

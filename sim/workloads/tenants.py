@@ -389,7 +389,7 @@ def tenant_plan(params: TenantsParams, topology: Topology, rng: np.random.Genera
                 caches: Caches | None = None) -> TenantPlan:
     """The datacenter of ``params`` drawn from ``rng`` (one draw: the plan's root).
 
-    Plans are kept in ``caches.clustered_plans`` (the store of workload plans)
+    Plans are kept in ``caches.workload_plans`` (the store of workload plans)
     under ``("tenants", Identity(topology), workload key, root)``, so the
     parts and churn settings of one seed that share ``caches`` share one plan.
     """
@@ -397,7 +397,7 @@ def tenant_plan(params: TenantsParams, topology: Topology, rng: np.random.Genera
     if caches is None:
         return TenantPlan(topology, params.plan_params(), root)
     key = ("tenants", Identity(topology), params.workload_key(), root)
-    return caches.clustered_plans.get_or_make(  # type: ignore[no-any-return]
+    return caches.workload_plans.get_or_make(  # type: ignore[no-any-return]
         key, lambda: TenantPlan(topology, params.plan_params(), root))
 
 

@@ -63,7 +63,7 @@ def test_one_shared_caches_gives_the_results_of_fresh_ones(strategy):
     warm = [static_results(c, shared) for c in todo]  # later churn levels hit the caches
     fresh = [static_results(c, Caches()) for c in todo]
     assert warm == fresh
-    assert shared.clustered_plans.hits == shared.vt_installs.hits == 2 * 2 * 2  # churn 30, 100
+    assert shared.workload_plans.hits == shared.vt_installs.hits == 2 * 2 * 2  # churn 30, 100
     assert shared.vt_lookups.hits > 0
 
 
