@@ -163,6 +163,10 @@ class SwitchConfig:
     def entry_count(self, table: str | None = None) -> int:
         if table is not None:
             return len(self.tables.get(table, ()))
+        return self._entries
+
+    @cached_property
+    def _entries(self) -> int:
         return sum(len(v) for v in self.tables.values())
 
 
@@ -230,7 +234,7 @@ class ControlState:
 
     @property
     def entries(self) -> int:
-        return sum(c.entry_count() for c in self.switches.values())
+        return sum(c._entries for c in self.switches.values())
 
     @property
     def multicast_groups(self) -> int:
@@ -324,8 +328,10 @@ class StateBuilder:
             tables, groups, sessions = (self._tables.get(s), self._groups.get(s),
                                         self._sessions.get(s))
             kept = base.get(s)
-            if kept is not None and tables is None and groups is None and sessions is None:
-                configs[s] = kept  # nothing added on this switch: share base's config
+            if tables is None and groups is None and sessions is None:
+                # nothing added on this switch: share base's config, or the one empty config
+                # (so count_writes skips the switch without comparing)
+                configs[s] = kept if kept is not None else EMPTY_SWITCH
                 continue
             config = configs[s] = SwitchConfig(
                 tables={t: es if type(es) is tuple else tuple(es) for t, es in tables.items()}
@@ -397,31 +403,41 @@ def count_writes(old: ControlState, new: ControlState) -> int:
     table counts exactly what :func:`diff`'s per-switch comparison does.
     """
     count = 0
-    for sw in set(old.switches) | set(new.switches):
-        a, b = old.config(sw), new.config(sw)
-        if a is b:
+    olds, news = old.switches, new.switches
+    for sw, b in news.items():
+        a = olds.get(sw, EMPTY_SWITCH)
+        if a is not b:
+            count += _config_writes(a, b)
+    for sw, a in olds.items():
+        if sw not in news and a is not EMPTY_SWITCH:
+            count += _config_writes(a, EMPTY_SWITCH)
+    return count
+
+
+def _config_writes(a: SwitchConfig, b: SwitchConfig) -> int:
+    """The writes that turn switch configuration ``a`` into ``b`` (:func:`count_writes`)."""
+    count = 0
+    ta, tb = a.tables, b.tables
+    for table in ta.keys() | tb.keys():
+        ea, eb = ta.get(table, ()), tb.get(table, ())
+        if ea is eb:
             continue
-        ta, tb = a.tables, b.tables
-        for table in ta.keys() | tb.keys():
-            ea, eb = ta.get(table, ()), tb.get(table, ())
-            if ea is eb:
-                continue
-            old_e = {e.key: e for e in ea}
-            new_e = {e.key: e for e in eb}
-            for k, e in new_e.items():
-                o = old_e.get(k, _MISS)
-                if o is _MISS or o != e:
-                    count += 1
-            count += sum(1 for k in old_e if k not in new_e)
-        for og, ng in ((a.multicast_groups, b.multicast_groups),
-                       (a.clone_sessions, b.clone_sessions)):
-            if og is ng:
-                continue
-            for gid, g in ng.items():
-                o = og.get(gid, _MISS)
-                if o is _MISS or o != g:
-                    count += 1
-            count += sum(1 for gid in og if gid not in ng)
+        old_e = {e.key: e for e in ea}
+        new_e = {e.key: e for e in eb}
+        for k, e in new_e.items():
+            o = old_e.get(k, _MISS)
+            if o is _MISS or o != e:
+                count += 1
+        count += sum(1 for k in old_e if k not in new_e)
+    for og, ng in ((a.multicast_groups, b.multicast_groups),
+                   (a.clone_sessions, b.clone_sessions)):
+        if og is ng:
+            continue
+        for gid, g in ng.items():
+            o = og.get(gid, _MISS)
+            if o is _MISS or o != g:
+                count += 1
+        count += sum(1 for gid in og if gid not in ng)
     return count
 
 

@@ -14,11 +14,12 @@ Seed 000 §3.2 (preorder stacks, port order); digest ch. 1-4 §3.2-3.3.
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
-from sim.dataplanes.trees import bfs_parents
+from sim.dataplanes.l2.fast_path_kernels import compiled
 from topologies.model import Topology
 
 
@@ -30,7 +31,8 @@ class TreeTables:
     tree with children in port order (the order of the stacks, seed 000 §3.2),
     so a subtree is the range ``[i, end[i])``. Arrays are ``(S, N)``, indexed
     ``[root, preorder number]`` unless noted; a root's row is filled the first
-    time a notification uses it (:meth:`ensure`).
+    time a notification uses it (:meth:`ensure`), by :func:`build_row` (a
+    compiled loop over the topology's adjacency arrays).
 
     Attributes
     ----------
@@ -51,6 +53,8 @@ class TreeTables:
         self.delay = np.zeros((s, n), np.float64)
         self.is_switch = np.zeros((s, n), np.int64)
         self.built = np.zeros(s, bool)
+        self._adjacency: Adjacency | None = None
+        self.kernel = _kernel()  # build_row, compiled where numba is installed
 
     @property
     def size(self) -> int:
@@ -58,45 +62,124 @@ class TreeTables:
 
     def ensure(self, rows: np.ndarray) -> None:
         """Fill the rows of the roots in ``rows`` that are not built yet."""
-        for r in np.unique(rows[~self.built[rows]]).tolist():
-            self._build(r)
+        todo = np.unique(rows[~self.built[rows]]).tolist()
+        if not todo:
+            return
+        if self._adjacency is None:
+            self._adjacency = Adjacency(self.topology, self.gid)
+        adj = self._adjacency
+        for r in todo:
+            self.kernel(r, self.n_switches, adj.bfs_start, adj.bfs_nb, adj.kid_start, adj.kid_nb,
+                   adj.kid_delay, adj.host_parent, self.node[r], self.parent[r], self.end[r],
+                   self.depth[r], self.delay[r], self.pos_of[r], adj.scratch)
+            self.is_switch[r] = self.node[r] < self.n_switches
+            self.built[r] = True
 
-    def _build(self, r: int) -> None:
-        topology, gid = self.topology, self.gid
-        root = topology.switches[r]
-        par = dict(bfs_parents(topology, root))
-        for h in topology.hosts:
-            par[h] = topology.host_switch(h)
-        kids: dict[str, list[str]] = {}
-        for c, p in par.items():
-            kids.setdefault(p, []).append(c)
-        for p, cs in kids.items():
-            cs.sort(key=partial(topology.port_to, p))  # children in port order
-        preorder: list[str] = []
-        stack = [root]
-        while stack:
-            x = stack.pop()
-            preorder.append(x)
-            stack.extend(reversed(kids.get(x, ())))
-        num = {x: k for k, x in enumerate(preorder)}
-        size: dict[str, int] = {}
-        for x in reversed(preorder):
-            size[x] = 1 + sum(size[c] for c in kids.get(x, ()))
-        node, parent, end = self.node[r], self.parent[r], self.end[r]
-        depth, delay, pos_of = self.depth[r], self.delay[r], self.pos_of[r]
-        for i, x in enumerate(preorder):
-            up = par.get(x)
-            node[i] = gid[x]
-            pos_of[gid[x]] = i
-            end[i] = i + size[x]
-            if up is None:
-                parent[i] = -1
-            else:
-                parent[i] = num[up]
-                depth[i] = depth[num[up]] + 1
-                delay[i] = topology.ports(x)[topology.port_to(x, up)].link.delay_s
-        self.is_switch[r] = node < self.n_switches
-        self.built[r] = True
+
+class Adjacency:
+    """Every node's ports as arrays over global node numbers (switches, then hosts).
+
+    ``bfs_nb[bfs_start[x]:bfs_start[x + 1]]``: the neighbours of ``x`` in the
+    order :func:`~sim.dataplanes.trees.bfs_parents` visits them (the port
+    map's order); ``kid_nb[kid_start[x]:kid_start[x + 1]]``: the neighbours by
+    port number (the order of children, one entry per neighbour: the port
+    :meth:`~topologies.model.Topology.port_to` names), ``kid_delay`` the delay
+    of the neighbour's link back to ``x`` (s). ``host_parent[h - S]``: the
+    switch of host ``h``.
+    """
+
+    def __init__(self, topology: Topology, gid: dict[str, int]) -> None:
+        names = (*topology.switches, *topology.hosts)
+        bfs_start, bfs_nb, kid_start, kid_nb, kid_delay = [0], [], [0], [], []
+        for x in names:
+            ports = topology.ports(x)
+            bfs_nb.extend(gid[info.neighbor] for info in ports.values())
+            bfs_start.append(len(bfs_nb))
+            for port in sorted(ports):
+                nb = ports[port].neighbor
+                if topology.port_to(x, nb) != port:
+                    continue  # a parallel link: children are ordered by port_to
+                kid_nb.append(gid[nb])
+                kid_delay.append(topology.ports(nb)[topology.port_to(nb, x)].link.delay_s)
+            kid_start.append(len(kid_nb))
+        self.bfs_start = np.array(bfs_start, np.int64)
+        self.bfs_nb = np.array(bfs_nb, np.int64)
+        self.kid_start = np.array(kid_start, np.int64)
+        self.kid_nb = np.array(kid_nb, np.int64)
+        self.kid_delay = np.array(kid_delay, np.float64)
+        self.host_parent = np.array([gid[topology.host_switch(h)] for h in topology.hosts],
+                                    np.int64)
+        self.scratch = np.zeros((5, len(names)), np.int64)
+
+
+def build_row(r: int, n_switches: int, bfs_start: np.ndarray, bfs_nb: np.ndarray,
+              kid_start: np.ndarray, kid_nb: np.ndarray, kid_delay: np.ndarray,
+              host_parent: np.ndarray, node: np.ndarray, parent: np.ndarray, end: np.ndarray,
+              depth: np.ndarray, delay: np.ndarray, pos_of: np.ndarray,
+              scratch: np.ndarray) -> None:
+    """Fill one root's row of :class:`TreeTables` (plain Python that numba compiles).
+
+    The tree is :func:`~sim.dataplanes.trees.bfs_parents` from switch ``r``
+    (breadth first over switches in port-map order, the first to reach a
+    switch is its parent) with every host under its switch; it is laid out in
+    preorder with children in port order. Positions after the last reachable
+    node keep their old values (zeros in a new table).
+    """
+    n = scratch.shape[1]
+    par, queue, order, size, via = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
+    for x in range(n_switches):
+        par[x] = -2  # not reached
+    for h in range(n_switches, n):
+        par[h] = host_parent[h - n_switches]
+    par[r] = -1
+    head, tail = 0, 1
+    queue[0] = r
+    while head < tail:
+        x = queue[head]
+        head += 1
+        for e in range(bfs_start[x], bfs_start[x + 1]):
+            nb = bfs_nb[e]
+            if nb >= n_switches or par[nb] != -2:
+                continue
+            par[nb] = x
+            queue[tail] = nb
+            tail += 1
+    # preorder, children in port order (pushed in reverse so the first pops first)
+    count, top = 0, 1
+    queue[0] = r
+    while top > 0:
+        top -= 1
+        x = queue[top]
+        order[count] = x
+        pos_of[x] = count
+        count += 1
+        for e in range(kid_start[x + 1] - 1, kid_start[x] - 1, -1):
+            c = kid_nb[e]
+            if par[c] == x:
+                via[c] = e
+                queue[top] = c
+                top += 1
+    for i in range(count):
+        size[order[i]] = 1
+    for i in range(count - 1, 0, -1):
+        size[par[order[i]]] += size[order[i]]
+    for i in range(count):
+        x = order[i]
+        node[i] = x
+        end[i] = i + size[x]
+        if x == r:
+            parent[i] = -1
+            depth[i] = 0
+            delay[i] = 0.0
+        else:
+            up = pos_of[par[x]]
+            parent[i] = up
+            depth[i] = depth[up] + 1
+            delay[i] = kid_delay[via[x]]
+
+
+def _kernel() -> Callable[..., None]:
+    return compiled("tree_tables.build_row", build_row) or build_row
 
 
 @lru_cache(maxsize=8)

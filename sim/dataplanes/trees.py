@@ -89,16 +89,24 @@ def bfs_parents(topology: Topology, root: str) -> Mapping[str, str]:
     parent: dict[str, str] = {}
     seen = {root}
     queue = deque([root])
+    neighbors = switch_neighbors(topology)
     while queue:
         node = queue.popleft()
-        for info in topology.ports(node).values():
-            nb = info.neighbor
-            if nb in seen or topology.is_host(nb):
+        for nb in neighbors[node]:
+            if nb in seen:
                 continue
             seen.add(nb)
             parent[nb] = node
             queue.append(nb)
     return parent
+
+
+@lru_cache(maxsize=8)
+def switch_neighbors(topology: Topology) -> Mapping[str, tuple[str, ...]]:
+    """Every switch's switch neighbours, in the order of its port map (hosts left out)."""
+    return {sw: tuple(info.neighbor for info in topology.ports(sw).values()
+                      if not topology.is_host(info.neighbor))
+            for sw in topology.switches}
 
 
 class SwitchAdjacency:
