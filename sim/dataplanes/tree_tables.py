@@ -90,7 +90,10 @@ class Adjacency:
 
     def __init__(self, topology: Topology, gid: dict[str, int]) -> None:
         names = (*topology.switches, *topology.hosts)
-        bfs_start, bfs_nb, kid_start, kid_nb, kid_delay = [0], [], [0], [], []
+        bfs_start, kid_start = [0], [0]
+        bfs_nb: list[int] = []
+        kid_nb: list[int] = []
+        kid_delay: list[float] = []
         for x in names:
             ports = topology.ports(x)
             bfs_nb.extend(gid[info.neighbor] for info in ports.values())
