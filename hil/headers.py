@@ -16,6 +16,7 @@ Kundel (id encoding)         ``first_id | <value32, next_id> ...``            Ku
 Kundel (bitmask encoding)    ``mask (n_max) | value32 ...``                   KundelFormat
 Camus                        pubsub values (EtherType 0x88B6)                 PubsubLayout
 range filter, PLEROMA        IPv4/IPv6 | UDP | pubsub values                  PubsubLayout
+BIER (hil/bier_headers.py)   RFC 8296 header | carried Ethernet header        BierSpec
 L2 / ALM                     none (payload only)                              None
 ==========================  ===============================================  ==========
 
@@ -44,6 +45,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet as ScapyPacket
 from scapy.packet import Raw
 
+from hil.bier_headers import BierSpec, bier_dissect, bier_header, bier_spec_of, bier_to_scapy
 from sim.dataplanes.camus.reference import ETHERTYPE_CAMUS
 from sim.dataplanes.event_header import (
     ETHERTYPE_IPV4,
@@ -57,7 +59,7 @@ from sim.dataplanes.packet import Packet
 from sim.dataplanes.source_routing.codec import StackLayout, decode_stack
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 
-HeaderSpec = StackLayout | LabelFormat | KundelFormat | PubsubLayout
+HeaderSpec = StackLayout | LabelFormat | KundelFormat | PubsubLayout | BierSpec
 Spec = HeaderSpec | None
 
 
@@ -159,6 +161,8 @@ def header_class(spec: Spec) -> type[ScapyPacket] | None:
         return kundel_header(spec)
     if isinstance(spec, PubsubLayout):
         return pubsub_header(spec)
+    if isinstance(spec, BierSpec):
+        return bier_header(spec)
     raise TypeError(f"no scapy header for {type(spec).__name__}; expected StackLayout, "
                     "LabelFormat, KundelFormat, PubsubLayout or None")
 
@@ -167,6 +171,8 @@ def spec_of(model: Any, strategy: Any = None) -> Spec:
     """The header spec of a data-plane model (``strategy.model()``), else of the
     strategy: a ``layout`` or ``fmt`` attribute; None for families without a
     header of their own (and PLEROMA, whose pubsub values then stay Raw)."""
+    if (bier := bier_spec_of(model)) is not None:
+        return bier
     for owner in (model, strategy):
         for name in ("layout", "fmt"):
             spec = getattr(owner, name, None)
@@ -246,6 +252,8 @@ def to_scapy(packet: Packet, spec: Spec) -> ScapyPacket:
     The header is decoded with the family's codec, then re-serialised by scapy;
     ``bytes(to_scapy(p, spec)) == p.to_bytes()`` is what the tests check.
     """
+    if isinstance(spec, BierSpec):
+        return bier_to_scapy(packet, spec)
     eth = _ether(packet)
     payload = Raw(packet.payload) if packet.payload else None
     if spec is None:
@@ -289,6 +297,8 @@ def to_scapy(packet: Packet, spec: Spec) -> ScapyPacket:
 
 def dissect(frame: bytes, spec: Spec) -> ScapyPacket:
     """Dissect wire bytes with the family's header class (what follows is Raw)."""
+    if isinstance(spec, BierSpec):
+        return bier_dissect(frame, spec)
     eth = Ether(frame[:14])
     body = frame[14:]
     if spec is None:

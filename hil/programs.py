@@ -94,6 +94,45 @@ def _camus(name: str, params: Mapping[str, Any], model: Any = None,
     return f"camus_{kind}_{layout.dims}x{layout.value_bits}_up{up}"
 
 
+def _bier(name: str, params: Mapping[str, Any], model: Any = None,
+          config: Any = None) -> str:
+    """``bier_bsl<bits>`` (p4/bier.p4 -DBSL_BITS): the model's BitString length, else
+    the strategy's ``bsl_bits`` parameter (default 64)."""
+    bits = getattr(model, "bsl_bits", None) or int(params.get("bsl_bits", 64))
+    return f"bier_bsl{bits}"
+
+
+#: p-rules per layer the ``elmo`` builds' header stacks hold (p4/elmo.p4
+#: -DLEAF_PRULES, -DSPINE_PRULES): the strategy's H_max defaults.
+ELMO_STACKS = {"leaf_prules": 30, "spine_prules": 2}
+
+
+def _elmo(name: str, params: Mapping[str, Any], model: Any = None,
+          config: Any = None) -> str:
+    """``elmo_l<Dl>u<Ul>_s<Ds>u<Us>_c<Dc>_i<Il>p<Ip>_k<K>`` (p4/elmo.p4): the header
+    layout (:class:`~sim.dataplanes.elmo.codec.ElmoLayout`) the installed
+    ``MyIngress.elmo_switch`` rules carry (``config``: the ControlState or one
+    SwitchConfig); the builds' p-rule stacks hold :data:`ELMO_STACKS`."""
+    from sim.dataplanes.elmo.reference import SWITCH_TABLE, switch_layout
+
+    for key, bound in ELMO_STACKS.items():
+        if int(params.get(key, bound)) > bound:
+            raise ValueError(f"strategy {name!r}: {key}={params[key]} exceeds the {bound} "
+                             f"p-rules the elmo builds parse (p4/elmo.p4 "
+                             f"-D{key.upper()}={params[key]} builds another)")
+    if config is None:
+        raise ValueError(f"strategy {name!r}: the elmo build follows the header layout; pass "
+                         "the installed ControlState (or one SwitchConfig)")
+    configs = config.switches.values() if hasattr(config, "switches") else (config,)
+    layouts = {switch_layout(e) for c in configs for e in c.tables.get(SWITCH_TABLE, ())}
+    if len(layouts) != 1:
+        raise ValueError(f"strategy {name!r}: expected one Elmo header layout in the "
+                         f"{SWITCH_TABLE} rules, found {len(layouts)}")
+    lay = layouts.pop()
+    return (f"elmo_l{lay.leaf_down}u{lay.leaf_up}_s{lay.spine_down}u{lay.spine_up}"
+            f"_c{lay.core_down}_i{lay.leaf_id}p{lay.pod_id}_k{lay.max_ids}")
+
+
 #: data-plane family -> program base name, or a function of (strategy name,
 #: parameters, data-plane model, switch config) for families compiled in
 #: several variants.
@@ -107,6 +146,8 @@ PROGRAMS: dict[str, str | Callable[[str, Mapping[str, Any], Any, Any], str]] = {
     "alm": "alm",
     "kundel": _kundel,
     "camus": _camus,
+    "bier": _bier,
+    "elmo": _elmo,
 }
 
 

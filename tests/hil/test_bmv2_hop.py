@@ -47,6 +47,8 @@ CASES = [
     ("alm-fork", {}, SMALL, UNIFORM),                      # alm
     ("camus-bdd", {}, SMALL, CONTENT),                     # camus_bdd_*
     ("camus-bdd", {"table": "one-big-table"}, SMALL, CONTENT),  # camus_flat_*
+    ("bier", {}, SMALL, UNIFORM),                          # bier_bsl64
+    ("elmo", {"leaf_prules": 1, "leaf_srules": 0, "spine_srules": 0}, "fattree:k=4", UNIFORM),
 ]
 
 

@@ -27,6 +27,7 @@ CASES = [
     ("pleroma-dz", CONTENT),       # prefix_filter
     ("range-boxes", CONTENT),      # range_filter
     ("kundel-bitmask", CONTENT),   # kundel
+    ("bier", UNIFORM),             # bier_bsl64
 ]
 
 

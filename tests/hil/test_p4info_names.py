@@ -73,6 +73,11 @@ HELPER_ONLY: dict[str, dict[str, str]] = {
         "NoAction": "default action of the field, port_role and up_ecmp tables (a miss)",
         "MyIngress.drop": "default action of query_actions / query_flat (a miss drops)"}
        for kind in ("bdd", "flat") for fields in (1, 2, 3)},
+    **{f"bier_bsl{bits}": {"MyIngress.drop": "default action of bift and local_group (a miss "
+                                             "drops)"} for bits in (64, 128, 256)},
+    **{f"elmo_{layout}": {"MyIngress.drop": "default action of elmo_switch (a miss drops)",
+                          "NoAction": "default action of elmo_srule (a miss: default p-rule)"}
+       for layout in ("l2u2_s2u1_c2_i2p1_k3", "l2u2_s2u2_c4_i3p2_k3", "l48u4_s48u1_c12_i10p4_k3")},
 }
 
 
@@ -85,11 +90,15 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "kundel-id": [{}, {"slots": 3}],
     "kundel-bitmask": [{}, {"slots": 3}],
     "camus-bdd": [{}, {"table": "one-big-table"}],
+    "bier": [{}, {"bsl_bits": 128}, {"bsl_bits": 256}],
+    "elmo": [{}, {"leaf_prules": 1, "spine_prules": 1}],  # the second installs s-rules
 }
 
 TOPOLOGIES = ("jellyfish:switches=8,degree=3,seed=1",)
 #: Extra topologies per family (camus: two up ports per switch on a fat tree).
-FAMILY_TOPOLOGIES = {"camus": ("fattree:k=4",)}
+FAMILY_TOPOLOGIES = {"camus": ("fattree:k=4",),
+                     "elmo": ("fattree:k=4", "elmo:pods=2,leaves=2,hosts=2,spines=2,cores=2",
+                              "elmo")}  # elmo: one build per header layout
 
 #: Content workloads for the content-filter families (their strategies install
 #: from subscriptions and advertisements; their header layouts follow the
@@ -313,7 +322,8 @@ def test_every_program_is_exercised_by_some_strategy():
 @pytest.mark.parametrize("program", ALL_PROGRAMS)
 def test_program_outputs_are_committed(program):
     # builds of one source with -D flags (p4/Makefile) are named <source>_<variant>
-    source = next((base for base in ("source_routing", "range_filter", "kundel", "camus")
+    source = next((base for base in ("source_routing", "range_filter", "kundel", "camus",
+                                     "bier", "elmo")
                    if program.startswith(base + "_")), program)
     assert (P4_DIR / f"{source}.p4").is_file(), f"p4/{source}.p4 missing"
     for suffix in (".json", ".p4info.txtpb"):

@@ -5,7 +5,8 @@ P4-Implementation/src/components/controls/Bier.p4 and ingress/egress.p4):
 one pipeline pass per next hop, the remaining bits carried to the next pass
 by an ingress-to-egress clone that recirculates. It runs RFC 8279 §6.5's
 procedure on the RFC 8296 header of :mod:`sim.dataplanes.bier.codec`
-(one program per compiled bitstring length).
+(one program per compiled bitstring length: ``p4/bier_bsl<N>.json``, built
+with ``-DBSL_BITS=N``; checked against BMv2 in tests/hil/test_bmv2_bier.py).
 
 Tables (all names prefixed with ``MyIngress.``; every apply, hit or miss, is
 one lookup):

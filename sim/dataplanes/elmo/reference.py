@@ -1,4 +1,4 @@
-"""Elmo: reference model of ``p4/elmo.p4`` (to come), pass by pass on the exact bytes.
+"""Elmo: reference model of ``p4/elmo.p4``, pass by pass on the exact bytes.
 
 One program for every tier; what a switch does depends on its
 ``MyIngress.elmo_switch`` rule and on which p-rules the header still holds
@@ -45,6 +45,12 @@ One pass per switch (no recirculation), every copy leaves after it (pass
 trace ``(-1,)``); lookups: ``elmo_switch``, plus ``elmo_srule`` when a
 downstream switch finds no p-rule naming it. A packet that leaves on no port
 counts one drop.
+
+``p4/elmo.p4`` is this model on BMv2, one build per header layout
+(``elmo_l<Dl>u<Ul>_s<Ds>u<Us>_c<Dc>_i<Il>p<Ip>_k<K>``, picked by
+``hil/programs.py`` from the ``elmo_switch`` rule); its p-rule stacks hold 30
+leaf and 2 spine p-rules (the strategy's H_max defaults), and the modulo of
+the multipath choice is v1model's identity hash with ``max`` = popcount.
 
 References
 ----------
