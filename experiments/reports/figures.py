@@ -30,7 +30,9 @@ Registered figures:
 - ``fig-6.15``: the best strategy (smallest mean header entries) per
   network on log-log diameter x degree variance, dot size = its mean
   entries, colour = strategy; one panel per scenario and subscriber level
-  (at the largest churn present, 100 % in the thesis).
+  (at the largest churn present, 100 % in the thesis);
+- ``elmo-5.1`` (:mod:`experiments.reports.elmo_figures`): traffic over ideal
+  multicast per strategy on Elmo's groups, with the pooled table.
 
 References
 ----------
@@ -563,7 +565,16 @@ def figure_section(names: Sequence[str], points: Sequence[Point], out_dir: str |
             lines += [f"*{name}: not drawn ({exc}).*", ""]
             continue
         lines += [f"![{name}]({p.name})" for p in paths] + [""]
-        if name == "fig-6.15":
-            lines += ["Best strategy (smallest mean header entries) per network, "
-                      "at the largest churn:", ""] + best_strategy_table(points) + [""]
+        if name in TABLES:
+            title, table = TABLES[name]
+            lines += [title, ""] + table(points) + [""]
     return lines
+
+
+#: Figure name -> (title, Markdown table of the points) printed under its PNGs.
+TABLES: dict[str, tuple[str, Callable[[Sequence[Point]], list[str]]]] = {
+    "fig-6.15": ("Best strategy (smallest mean header entries) per network, at the largest "
+                 "churn:", best_strategy_table),
+}
+
+from experiments.reports import elmo_figures  # noqa: E402,F401  (registers elmo-5.1)

@@ -2,7 +2,7 @@
 
 Rows are aggregated per parameter point (experiment, strategy, params,
 topology, receiver model, payload): mean, standard deviation, a 95 %
-confidence half-width (normal approximation, 1.96 s / sqrt(n)) and count.
+confidence half-width (normal approximation, 1.96 s / sqrt(n)), maximum and count.
 The report is a Markdown summary with one table per experiment and PNG plots
 of each headline metric against the receiver model's parameter.
 
@@ -96,6 +96,7 @@ def aggregate_local(table: pa.Table) -> list[dict[str, Any]]:
             rec[f"{m}_mean"] = float(v.mean())
             rec[f"{m}_std"] = std
             rec[f"{m}_ci95"] = 1.96 * std / math.sqrt(len(v))
+            rec[f"{m}_max"] = float(v.max())
         out.append(rec)
     return out
 

@@ -41,7 +41,7 @@ Schema
 
 Aggregation
     :func:`aggregate_spark` groups by :data:`POINT_COLUMNS` with Spark SQL
-    (``count``, ``avg``, ``stddev_samp``; std 0 when a point has one row;
+    (``count``, ``avg``, ``stddev_samp``, ``max``; std 0 when a point has one row;
     ``ci95 = 1.96 std / sqrt(n)``) and returns the list of dicts of
     :func:`experiments.reports.report.aggregate_local`, in the same order.
 
@@ -417,7 +417,8 @@ def aggregate_frame(df: Any) -> list[dict[str, Any]]:
     for m in [*metrics, "control_writes_cum"]:
         std = F.when(n > 1, F.stddev_samp(F.col(m).cast("double"))).otherwise(F.lit(0.0))
         aggs += [F.avg(F.col(m).cast("double")).alias(f"{m}_mean"), std.alias(f"{m}_std"),
-                 (F.lit(1.96) * std / F.sqrt(n.cast("double"))).alias(f"{m}_ci95")]
+                 (F.lit(1.96) * std / F.sqrt(n.cast("double"))).alias(f"{m}_ci95"),
+                 F.max(F.col(m).cast("double")).alias(f"{m}_max")]
     rows = df.groupBy(*points, "_run").agg(*aggs).collect()
     out = []
     for row in rows:

@@ -4,15 +4,13 @@ declaration of a spec, and ``stackcast report`` drawing exactly the declared one
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
+from support.rows import rows_table
 
-from experiments.cells.schema import ROWS
 from experiments.cells.spec import parse_spec_dict
 from experiments.cli.main import main
 from experiments.reports import figures
@@ -27,25 +25,6 @@ from experiments.reports.report import aggregate_local
 from topologies.registry import SpecError
 
 SPECS = Path(__file__).resolve().parents[2] / "experiments" / "specs"
-
-
-def _zero(t: pa.DataType) -> object:
-    if pa.types.is_string(t):
-        return ""
-    if pa.types.is_floating(t):
-        return 0.0
-    return 0
-
-
-def rows_table(rows: list[dict]) -> pa.Table:
-    """Full ROWS rows from the given columns (everything else 0 / "")."""
-    base = {f.name: _zero(f.type) for f in ROWS}
-    full = []
-    for i, r in enumerate(rows):
-        row = {**base, "experiment": "synthetic", "cell_id": f"c{i}", "run": i, **r}
-        row["params"] = json.dumps(r.get("params", {}), sort_keys=True)
-        full.append(row)
-    return pa.Table.from_pylist(full, schema=ROWS)
 
 
 @pytest.fixture
