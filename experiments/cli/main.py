@@ -407,7 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     rec.set_defaults(func=cmd_recommend)
 
     from experiments.cli.hil import add_hil_parser
+    from experiments.cli.state import add_state_parser
 
+    add_state_parser(sub)
     add_hil_parser(sub)
     return p
 
