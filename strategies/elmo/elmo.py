@@ -14,17 +14,29 @@ pushes the group's p-rules plus upstream p-rules for its own position
 Groups. If ``Knowledge.population`` is a
 :class:`~sim.dataplanes.groups.GroupSource` (the ``tenants`` workloads),
 every group of the population is installed, in gid order, sharing the
-s-rule capacity of each switch. The install of membership version 0 (or of
-a population without versions) is remembered in
+s-rule capacity of each switch (:class:`~strategies.elmo.assignment.Controller`:
+per switch the groups that want an s-rule there, in gid order). What the
+senders are told is one compact table for all groups
+(:mod:`sim.dataplanes.elmo.published`: a byte arena and integer arrays,
+~250 B per group of Elmo's WVE sizes), and a group's hosts are read as
+host indices (the table's ``host_indices`` where it has them), so a
+million groups install in well under 1 GB. The install of membership
+version 0 (or of a population without versions) is remembered in
 ``Knowledge.caches.vt_installs`` (the store of strategy installs) under the
 strategy, its parameters, the topology and the population's group table
-(one object per membership version), so the cells of one plan share it; the
-strategy object keeps its last install, so every notification of a version
-gets the same state, and a new version a new state whose writes the runner
-counts (join/leave churn as control writes). Switches whose s-rules did not
-change keep their configuration objects (no writes, nothing compared). Otherwise every distinct
-receiver set of ``Knowledge.receiver_sets`` is one group (gids in sorted
-order of the sets), so ``elmo`` runs on any workload.
+(one object per membership version), so the cells of one plan share it.
+The strategy object keeps its last install, so every notification of a
+version gets the same state. A later version of the same population (same
+``plan`` and churn ``log``, with ``changed_groups``: ``tenants-churn``)
+re-plans only the groups ``changed_groups`` lists, and the groups one of
+them pushes across a switch's s-rule capacity
+(:meth:`~strategies.elmo.assignment.Controller.update`): the state equals a
+full recompute's (property-tested), and so do the writes the runner counts
+between versions (join/leave churn as control writes). Switches whose
+s-rules did not change keep their configuration objects (no writes,
+nothing compared). Otherwise every distinct receiver set of
+``Knowledge.receiver_sets`` is one group (gids in sorted order of the
+sets), so ``elmo`` runs on any workload.
 
 State. Every switch: one ``MyIngress.elmo_switch`` rule (tier, Elmo id,
 header widths) and multicast group 1 over all its ports (instance = bit),
@@ -55,10 +67,10 @@ Elmo-MCast/p4-programs.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import (
@@ -75,9 +87,7 @@ from sim.dataplanes.elmo.fast_path import ElmoFastPath
 from sim.dataplanes.elmo.headers import (
     INFO_GIDS,
     INFO_GROUPS,
-    PackedGroup,
     group_for,
-    pack_group,
     sender_header,
     unpack_group,
 )
@@ -92,10 +102,11 @@ from sim.dataplanes.elmo.reference import (
     SWITCH_TABLE,
 )
 from sim.dataplanes.fast_path import FastPath
-from sim.dataplanes.groups import GroupSource
+from sim.dataplanes.groups import Group, GroupSource
 from sim.dataplanes.packet import Notification, Packet, group_mac, host_mac
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.elmo.prules import ClusterLimits, GroupPlan, Layer, plan_groups
+from strategies.elmo.assignment import Controller
+from strategies.elmo.prules import ClusterLimits, GroupPlan, plan_groups
 from topologies.model import Topology
 from topologies.registry import SpecError, check
 
@@ -198,8 +209,8 @@ class Elmo(Strategy):
     summary = ("Elmo: p-rules per layer in the header (shared with redundancy R), s-rules "
                "in group tables, default p-rule; three-tier Clos")
     scope = "receivers"
-    #: The last GroupSource install: (topology, group table, state).
-    _last: tuple[Topology, object, ControlState] | None = None
+    #: The last GroupSource install (see :class:`_Last`).
+    _last: _Last | None = None
 
     # -- topology ---------------------------------------------------------------
     def fabric(self, topology: Topology) -> ElmoFabric:
@@ -219,77 +230,95 @@ class Elmo(Strategy):
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fabric = self.fabric(topology)
         pop = knowledge.population
-        index = _host_index(topology)
         if isinstance(pop, GroupSource):
             table = pop.groups()
             last = self._last
-            if last is not None and last[0] is topology and last[1] is table:
-                return last[2]
+            if last is not None and last.topology is topology and last.table is table:
+                return last.state
+            lineage = _lineage(pop)
+            version = pop.version or 0
+            if (version and last is not None and last.topology is topology
+                    and lineage is not None and last.lineage == lineage):
+                return self._step(fabric, pop, table, lineage)
             key = (type(self), self.params, Identity(topology), Identity(table))
-            state = knowledge.caches.vt_installs.get(key)
-            if state is None:
-                # from the second version on, keep each group's clustering for the next
-                churn = last is not None and last[0] is topology
-                state = self._install(fabric, ((g.gid, _ordered(g.hosts, index))
-                                               for g in table), memo=churn)
-                if not pop.version:  # later versions: one notification each, keep the last
-                    knowledge.caches.vt_installs.put(key, state)
-            self._last = (topology, table, state)
-            return state
-        sets = sorted({_ordered(rs, index)
-                       for sets_ in knowledge.receiver_sets.values() for rs in sets_ if rs},
-                      key=lambda hosts: [index[h] for h in hosts])
-        return self._install(fabric, enumerate(sets), memo=False)
+            got = knowledge.caches.vt_installs.get(key)
+            owned = got is None
+            if got is None:
+                got = self._install(fabric, _table_hosts(table, topology))
+                if not version:  # later versions: one notification each, keep the last
+                    knowledge.caches.vt_installs.put(key, got)
+            self._last = _Last(topology, table, got[0], got[1], lineage, version,
+                               owned and bool(version))
+            return got[0]
+        index = _host_index(topology)
+        sets = sorted({tuple(sorted(index[h] for h in rs))
+                       for sets_ in knowledge.receiver_sets.values() for rs in sets_ if rs})
+        return self._install(fabric, enumerate(sets))[0]
 
-    def plan(self, topology: Topology, groups: Iterable[tuple[int, tuple[str, ...]]],
-             memo: bool = False) -> list[GroupPlan]:
-        """The controller's outcome for ``groups`` ((gid, hosts) in gid order); ``memo``
-        keeps each group's clustering for the next call (membership versions)."""
+    def plan(self, topology: Topology, groups: Iterable[tuple[int, tuple[str, ...]]]
+             ) -> list[GroupPlan]:
+        """The controller's outcome for ``groups`` ((gid, hosts) in gid order): the
+        definition (:func:`~strategies.elmo.prules.plan_groups`) that installs follow."""
         fabric = self.fabric(topology)
         return plan_groups(fabric, layout_of(fabric, self.params.switches_per_prule), groups,
-                           self.params.limits, self._clusters(fabric) if memo else None)
+                           self.params.limits)
 
-    def _clusters(self, fabric: ElmoFabric) -> dict[tuple[str, ...], tuple[Layer, Layer]]:
-        """The clustering memo of this strategy and topology (a pure function's results,
-        so sharing it never changes a state)."""
-        key = ("elmo clusters", type(self), self.params, Identity(fabric.topology))
-        memo = self.caches.vt_installs.get(key)
-        if memo is None or len(memo) > 4_000_000:
-            memo = self.caches.vt_installs.put(key, {})
-        return memo  # type: ignore[no-any-return]
+    def controller(self, topology: Topology) -> Controller:
+        """An empty :class:`~strategies.elmo.assignment.Controller` of this strategy."""
+        fabric = self.fabric(topology)
+        return Controller(fabric, layout_of(fabric, self.params.switches_per_prule),
+                          self.params.limits)
 
-    def _install(self, fabric: ElmoFabric, groups: Iterable[tuple[int, tuple[str, ...]]],
-                 memo: bool) -> ControlState:
-        plans = self.plan(fabric.topology, groups, memo)
-        layout = layout_of(fabric, self.params.switches_per_prule)
-        index = _host_index(fabric.topology)
+    def _install(self, fabric: ElmoFabric, groups: Iterable[tuple[int, Sequence[int]]]
+                 ) -> tuple[ControlState, Controller]:
+        """All ``groups`` ((gid, host indices ascending), gids 0..n-1) planned afresh."""
+        ctl = self.controller(fabric.topology)
+        ctl.build(groups)
+        switches = dict(self._base(fabric).switches)
+        switches.update(self._srule_configs(fabric, ctl, ctl.leaf.switches(),
+                                            ctl.pod.switches()))
+        return ControlState(switches=switches, publisher_info=_info(ctl)), ctl
+
+    def _step(self, fabric: ElmoFabric, pop: Any, table: Sequence[Group], lineage: object
+              ) -> ControlState:
+        """The state of ``pop``'s version from the last one: only the groups changed
+        in between are planned again (:meth:`Controller.update`)."""
+        last = self._last
+        assert last is not None
+        ctl = last.controller if last.owned else last.controller.copy()
+        version = pop.version or 0
+        changed = pop.changed_groups(last.version, version)
+        leaves, pods = ctl.update((gid, _hosts_of(table, gid, fabric.topology))
+                                  for gid in map(int, changed))
+        state = last.state
+        if leaves or pods or ctl.published is not _info_groups(state):
+            switches = dict(state.switches)
+            switches.update(self._srule_configs(fabric, ctl, leaves, pods))
+            state = ControlState(switches=switches, publisher_info=_info(ctl))
+        self._last = _Last(last.topology, table, state, ctl, lineage, version, True)
+        return state
+
+    def _srule_configs(self, fabric: ElmoFabric, ctl: Controller, leaves: Iterable[int],
+                       pods: Iterable[int]) -> dict[str, SwitchConfig]:
+        """The configurations of the switches of ``leaves`` (leaf ids) and ``pods`` (every
+        spine of the pod) from their s-rules (the base configuration if none)."""
         base = self._base(fabric)
-        leaf_rules: dict[int, list[tuple[int, int]]] = {}
-        pod_rules: dict[int, list[tuple[int, int]]] = {}
-        gids: dict[bytes, int] = {}
-        published: dict[int, PackedGroup] = {}
-        for p in plans:
-            gid = p.rules.gid
-            packed = published[gid] = pack_group(p.rules, layout, index)
-            gids.setdefault(packed.hosts, gid)
-            for leaf, bitmap in p.leaf_srules:
-                leaf_rules.setdefault(leaf, []).append((gid, bitmap))
-            for pod, bitmap in p.spine_srules:
-                pod_rules.setdefault(pod, []).append((gid, bitmap))
-        switches = dict(base.switches)
         built = self._configs(fabric)  # (s-rules, config) per switch of the last installs
-        targets = [(fabric.leaves[leaf_id], rules) for leaf_id, rules in leaf_rules.items()]
-        targets += [(spine, rules) for pod, rules in pod_rules.items()
-                    for spine in fabric.pod_spines[pod]]
-        for switch, rules in targets:
-            content = tuple(rules)
+        targets = [(fabric.leaves[leaf], ctl.leaf.holders(leaf)) for leaf in leaves]
+        for pod in pods:
+            content = ctl.pod.holders(pod)
+            targets += [(spine, content) for spine in fabric.pod_spines[pod]]
+        out = {}
+        for switch, content in targets:
+            if not content:
+                out[switch] = base.config(switch)
+                continue
             got = built.get(switch)
             if got is None or got[0] != content:  # unchanged s-rules: the same object
                 got = built[switch] = (content, _with_srules(
                     base.config(switch), content, fabric.switches[switch].down))
-            switches[switch] = got[1]
-        return ControlState(switches=switches,
-                            publisher_info={INFO_GIDS: gids, INFO_GROUPS: published})
+            out[switch] = got[1]
+        return out
 
     def _configs(self, fabric: ElmoFabric) -> dict[str, tuple[tuple[tuple[int, int], ...],
                                                              SwitchConfig]]:
@@ -355,15 +384,63 @@ class Elmo(Strategy):
                             self.encode)
 
 
+class _Last(NamedTuple):
+    """The last GroupSource install of a strategy object: the state of ``table`` and the
+    controller it came from (``owned``: not shared with a cached install, so the next
+    membership version may update it in place)."""
+
+    topology: Topology
+    table: object
+    state: ControlState
+    controller: Controller
+    lineage: object
+    version: int
+    owned: bool
+
+
+def _lineage(pop: Any) -> tuple[Identity, Identity] | None:
+    """What ties the membership versions of ``pop`` together: its plan and its churn log
+    (``pop.changed_groups`` between two versions of one lineage lists every group that
+    changed); None when it offers no ``changed_groups`` (every version planned afresh)."""
+    plan = getattr(pop, "plan", None)
+    if plan is None or not callable(getattr(pop, "changed_groups", None)):
+        return None
+    return Identity(plan), Identity(getattr(pop, "log", None))
+
+
+def _table_hosts(table: Sequence[Group], topology: Topology
+                 ) -> Iterator[tuple[int, list[int]]]:
+    """(gid, host indices ascending) of every group of ``table``, in gid order."""
+    for gid in range(len(table)):
+        yield gid, _hosts_of(table, gid, topology)
+
+
+def _hosts_of(table: Sequence[Group], gid: int, topology: Topology) -> list[int]:
+    """The hosts of group ``gid`` as ascending indices in ``topology.hosts`` (a table's
+    ``host_indices`` when it has them: the same hosts without their names)."""
+    indices = getattr(table, "host_indices", None)
+    if indices is not None:
+        return indices(gid).tolist()  # type: ignore[no-any-return]
+    group = table[gid]
+    if group.gid != gid:
+        raise ValueError(f"elmo: group at position {gid} has gid {group.gid} (gids must be "
+                         "0..n-1 in table order)")
+    return sorted(map(topology.host_id, group.hosts))
+
+
+def _info(ctl: Controller) -> dict[str, Any]:
+    """``publisher_info`` of a controller's published groups."""
+    return {INFO_GIDS: ctl.published.by_hosts, INFO_GROUPS: ctl.published}
+
+
+def _info_groups(state: ControlState) -> object:
+    return state.publisher_info.get(INFO_GROUPS)
+
+
 @lru_cache(maxsize=16)
 def _host_index(topology: Topology) -> dict[str, int]:
     """Host -> its index in ``topology.hosts``."""
     return {h: i for i, h in enumerate(topology.hosts)}
-
-
-def _ordered(hosts: Iterable[str], index: dict[str, int]) -> tuple[str, ...]:
-    """``hosts`` in ``topology.hosts`` order (a group's canonical form)."""
-    return tuple(sorted(hosts, key=index.__getitem__))
 
 
 def _with_srules(base: SwitchConfig, rules: tuple[tuple[int, int], ...],

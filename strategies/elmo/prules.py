@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from math import ceil
+from math import ceil, inf
 
 import numpy as np
 
@@ -109,14 +109,16 @@ def min_k_union(nodes: Sequence[Node], k: int) -> list[int]:
     ``j`` indices are those of ``min_k_union(nodes, j)``."""
     if len(nodes) >= _VECTOR_FROM and all(b < 1 << 64 for _, b in nodes):
         return _min_k_union_numpy(nodes, k)
+    bitmaps = [b for _, b in nodes]
     acc = 0
     taken: list[int] = []
-    free = list(range(len(nodes)))
     for _ in range(k):
-        best = min(free, key=lambda i: (acc | nodes[i][1]).bit_count())
-        free.remove(best)
+        counts: list[float] = [(acc | b).bit_count() for b in bitmaps]
+        for i in taken:
+            counts[i] = inf
+        best = counts.index(min(counts))  # the lowest index of the least count
         taken.append(best)
-        acc |= nodes[best][1]
+        acc |= bitmaps[best]
     return taken
 
 
@@ -162,25 +164,31 @@ def cluster_layer(nodes: Sequence[Node], max_prules: int, max_ids: int,
 def group_nodes(fabric: ElmoFabric, hosts: Iterable[str]) -> tuple[list[Node], list[Node]]:
     """The member leaves (leaf id, host bitmap) and member pods (pod, leaf bitmap) of a
     group's hosts, each sorted by id."""
-    place = host_places(fabric)
+    return nodes_of(fabric, map(fabric.topology.host_id, hosts))
+
+
+def nodes_of(fabric: ElmoFabric, indices: Iterable[int]) -> tuple[list[Node], list[Node]]:
+    """:func:`group_nodes` of hosts given by their indices in ``topology.hosts``."""
+    leaf_of, bit_of, pod_of, leaf_bit_of = host_columns(fabric)
     leaf_bits: dict[int, int] = {}
     pod_bits: dict[int, int] = {}
-    for h in hosts:
-        leaf, bit, pod, leaf_bit = place[h]
-        leaf_bits[leaf] = leaf_bits.get(leaf, 0) | bit
-        pod_bits[pod] = pod_bits.get(pod, 0) | leaf_bit
+    for i in indices:
+        leaf, pod = leaf_of[i], pod_of[i]
+        leaf_bits[leaf] = leaf_bits.get(leaf, 0) | bit_of[i]
+        pod_bits[pod] = pod_bits.get(pod, 0) | leaf_bit_of[i]
     return sorted(leaf_bits.items()), sorted(pod_bits.items())
 
 
 @lru_cache(maxsize=8)
-def host_places(fabric: ElmoFabric) -> dict[str, tuple[int, int, int, int]]:
-    """Host -> (leaf id, its bit in the leaf's bitmap, pod, the leaf's bit in the pod's)."""
-    out = {}
+def host_columns(fabric: ElmoFabric) -> tuple[tuple[int, ...], ...]:
+    """Per host index in ``topology.hosts``: its leaf's id, its bit in the leaf's bitmap,
+    its pod, its leaf's bit in the pod's bitmap (four columns)."""
+    rows = []
     for h in fabric.topology.hosts:
         leaf = fabric.leaf_of(h)
-        out[h] = (fabric.leaf_id(leaf), 1 << fabric.host_bit[h], fabric.pod_of[leaf],
-                  1 << fabric.leaf_bit[leaf])
-    return out
+        rows.append((fabric.leaf_id(leaf), 1 << fabric.host_bit[h], fabric.pod_of[leaf],
+                     1 << fabric.leaf_bit[leaf]))
+    return tuple(zip(*rows, strict=True)) if rows else ((), (), (), ())
 
 
 def worst_header_bytes(layout: ElmoLayout, spine: Layer, leaf: Layer) -> int:
@@ -209,6 +217,12 @@ def cluster_group(fabric: ElmoFabric, layout: ElmoLayout, hosts: Iterable[str],
         If ``header_bytes_max`` is too small even for a header without shared p-rules.
     """
     leaves, pods = group_nodes(fabric, hosts)
+    return cluster_nodes(layout, leaves, pods, limits)
+
+
+def cluster_nodes(layout: ElmoLayout, leaves: Sequence[Node], pods: Sequence[Node],
+                  limits: ClusterLimits) -> tuple[Layer, Layer]:
+    """:func:`cluster_group` of a group's member leaves and pods (:func:`nodes_of`)."""
     leaf = cluster_layer(leaves, limits.leaf_prules, limits.max_ids, limits.leaf_redundancy)
     spine = cluster_layer(pods, limits.spine_prules, limits.max_ids, limits.spine_redundancy)
     budget = limits.header_bytes_max
@@ -253,24 +267,20 @@ def assign_rest(rest: Sequence[Node], usage: dict[int, int], capacity: int,
 
 
 def plan_groups(fabric: ElmoFabric, layout: ElmoLayout,
-                groups: Iterable[tuple[int, tuple[str, ...]]], limits: ClusterLimits,
-                clusters: dict[tuple[str, ...], tuple[Layer, Layer]] | None = None
+                groups: Iterable[tuple[int, tuple[str, ...]]], limits: ClusterLimits
                 ) -> list[GroupPlan]:
     """Every group's p-rules, s-rules and default p-rules, in the order given (gid
     order: earlier groups take group-table room first).
 
-    ``clusters`` memoises :func:`cluster_group` by host tuple (the clustering
-    depends on nothing else); pass a dict to reuse it across calls.
+    The definition of the controller's outcome; the strategy's installs
+    (:class:`strategies.elmo.assignment.Controller`, which keeps it up to date
+    under churn) are property-tested against it.
     """
-    memo = clusters if clusters is not None else {}
     leaf_usage: dict[int, int] = {}
     pod_usage: dict[int, int] = {}
     out = []
     for gid, hosts in groups:
-        got = memo.get(hosts)
-        if got is None:
-            got = memo[hosts] = cluster_group(fabric, layout, hosts, limits)
-        spine, leaf = got
+        spine, leaf = cluster_group(fabric, layout, hosts, limits)
         spine_s, spine_default = assign_rest(spine.rest, pod_usage, limits.spine_srules,
                                              limits.default_prule)
         leaf_s, leaf_default = assign_rest(leaf.rest, leaf_usage, limits.leaf_srules,

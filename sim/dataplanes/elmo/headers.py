@@ -4,8 +4,9 @@ Elmo's controller computes, per group, the downstream p-rules (shared by all
 senders of the group) and hands each sender's hypervisor switch the header to
 push; the upstream p-rules depend on where the sender sits (Elmo §3.1-3.3).
 :class:`GroupRules` is that per-group record; ``ControlState.publisher_info``
-holds it as a :class:`PackedGroup` (the layers' bytes, plain values, about
-half a kilobyte for a typical group) under the group's :func:`hosts_key`.
+holds it as a :class:`PackedGroup` (the layers' bytes, plain values) under
+the group's :func:`hosts_key`, all groups of an install in one compact table
+(:mod:`sim.dataplanes.elmo.published`).
 :func:`sender_header` adds the upstream part for one sender and keeps only
 the layers its packet will cross:
 
@@ -34,6 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from sim.dataplanes.elmo.codec import (
     LEAF_DEFAULT,
@@ -96,24 +99,44 @@ def hosts_key(hosts: Iterable[str], host_index: Mapping[str, int]) -> bytes:
                     for i in sorted(map(host_index.__getitem__, hosts)))
 
 
+def indices_key(indices: Sequence[int], hosts: int) -> bytes:
+    """:func:`hosts_key` of hosts given by their indices in ``topology.hosts`` (distinct,
+    ascending) in a network of ``hosts`` hosts."""
+    return np.asarray(indices, dtype=">u2" if index_bytes(hosts) == 2 else ">u4").tobytes()
+
+
 def pack_group(rules: GroupRules, layout: ElmoLayout, host_index: Mapping[str, int]
                ) -> PackedGroup:
     """The published form of ``rules``."""
-    flags = ((SPINE_DEFAULT if rules.spine_default is not None else 0)
-             | (LEAF_DEFAULT if rules.leaf_default is not None else 0))
-    return PackedGroup(rules.gid, hosts_key(rules.hosts, host_index),
-                       encode_layer(rules.spine_rules, rules.spine_default, layout, "spine"),
-                       encode_layer(rules.leaf_rules, rules.leaf_default, layout, "leaf"),
-                       len(rules.spine_rules) | len(rules.leaf_rules) << 8 | flags << 16)
+    return pack_layers(rules.gid, hosts_key(rules.hosts, host_index), rules.spine_rules,
+                       rules.spine_default, rules.leaf_rules, rules.leaf_default, layout)
 
 
-def unpack_group(packed: PackedGroup, layout: ElmoLayout, hosts: Sequence[str]) -> GroupRules:
-    """:class:`GroupRules` back from its published form (``hosts``: ``topology.hosts``)."""
+def pack_layers(gid: int, key: bytes, spine_rules: Sequence[PRule], spine_default: int | None,
+                leaf_rules: Sequence[PRule], leaf_default: int | None, layout: ElmoLayout
+                ) -> PackedGroup:
+    """The published form of a group given its :func:`hosts_key` and its two layers."""
+    flags = ((SPINE_DEFAULT if spine_default is not None else 0)
+             | (LEAF_DEFAULT if leaf_default is not None else 0))
+    return PackedGroup(gid, key, encode_layer(spine_rules, spine_default, layout, "spine"),
+                       encode_layer(leaf_rules, leaf_default, layout, "leaf"),
+                       len(spine_rules) | len(leaf_rules) << 8 | flags << 16)
+
+
+def unpack_layers(packed: PackedGroup, layout: ElmoLayout
+                  ) -> tuple[tuple[PRule, ...], int | None, tuple[PRule, ...], int | None]:
+    """The spine p-rules, spine default, leaf p-rules and leaf default of a published group."""
     flags = packed.shape >> 16
     spine, spine_default, _ = decode_layer(packed.spine, packed.shape & 0xFF,
                                            bool(flags & SPINE_DEFAULT), layout, "spine")
     leaf, leaf_default, _ = decode_layer(packed.leaf, (packed.shape >> 8) & 0xFF,
                                          bool(flags & LEAF_DEFAULT), layout, "leaf")
+    return spine, spine_default, leaf, leaf_default
+
+
+def unpack_group(packed: PackedGroup, layout: ElmoLayout, hosts: Sequence[str]) -> GroupRules:
+    """:class:`GroupRules` back from its published form (``hosts``: ``topology.hosts``)."""
+    spine, spine_default, leaf, leaf_default = unpack_layers(packed, layout)
     raw, w = packed.hosts, index_bytes(len(hosts))
     names = tuple(hosts[int.from_bytes(raw[i:i + w], "big")] for i in range(0, len(raw), w))
     return GroupRules(packed.gid, names, spine, spine_default, leaf, leaf_default)
