@@ -115,22 +115,57 @@ def rows_table(identity: Mapping[str, Any], columns: Mapping[str, Any], count: i
         default (:data:`~experiments.cells.schema.EXTRA_COLUMNS`).
 
     The values equal those of :func:`notification_row` rows made into a
-    table with ``pa.Table.from_pylist(rows, schema=ROWS)``.
+    table with ``pa.Table.from_pylist(rows, schema=ROWS)`` (integers out of
+    a narrow column's range raise as there).
     """
     arrays = []
     for field in ROWS:
         name = field.name
-        value = identity[name] if name in identity else columns.get(
-            name, EXTRA_COLUMNS.get(name, columns.get(name)))
-        if value is None:
+        if name in identity:
+            value = identity[name]
+        elif name in columns:
+            value = columns[name]
+        elif name in EXTRA_COLUMNS:
+            value = EXTRA_COLUMNS[name]
+        else:
             raise KeyError(f"rows_table: no value for column {name!r}")
         if isinstance(value, pa.Array):
-            arrays.append(value.cast(field.type))
+            arrays.append(value if value.type == field.type else value.cast(field.type))
         elif isinstance(value, np.ndarray | list):
-            arrays.append(pa.array(value, field.type))
+            arrays.append(_column(np.asarray(value), field.type))
         else:
-            arrays.append(pa.repeat(pa.scalar(value, field.type), count))
+            arrays.append(_constant(value, field.type, count))
     return pa.Table.from_arrays(arrays, schema=ROWS)
+
+
+#: numpy dtypes of the numeric Arrow types of :data:`~experiments.cells.schema.ROWS`
+_NUMPY = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float64(): np.float64}
+
+
+def _column(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """``pa.array(values, kind)``; numeric columns converted by numpy (no per-value work)."""
+    dtype = _NUMPY.get(kind)
+    if dtype is None or values.dtype.kind not in "iuf" or (
+            values.dtype.kind == "f" and dtype is not np.float64):
+        return pa.array(values, kind)
+    if dtype is np.int32 and values.size and (values.min() < -2**31 or values.max() >= 2**31):
+        return pa.array(values, kind)  # raises as from_pylist does
+    return pa.array(values.astype(dtype, copy=False))
+
+
+def _constant(value: Any, kind: pa.DataType, count: int) -> pa.Array:
+    """``count`` copies of ``value`` as an Arrow array of type ``kind``."""
+    if pa.types.is_string(kind):
+        data = str(value).encode()
+        offsets = np.arange(0, (count + 1) * len(data), len(data) or 1, dtype=np.int32)[:count + 1]
+        if not data:
+            offsets = np.zeros(count + 1, np.int32)
+        return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(offsets),
+                                                   pa.py_buffer(data * count)])
+    dtype = _NUMPY.get(kind)
+    if dtype is None or isinstance(value, bool):
+        return pa.repeat(pa.scalar(value, kind), count)
+    return _column(np.full(count, value), kind)
 
 
 def row_arrays(columns: Mapping[str, Any], count: int) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ before the run (:meth:`~sim.workloads.receivers.Population.at`).
 A population that batches these draws
 (:meth:`~sim.workloads.receivers.Population.draw_runs`, the uniform model)
 gives them for every run at once, as host indices (:func:`draw_runs`); the
-draws are the same numbers (``tests/experiments/test_cell_draws.py``).
+draws are the same numbers (``tests/experiments/test_cell_columns.py``).
 """
 
 from __future__ import annotations
