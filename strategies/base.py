@@ -227,6 +227,12 @@ class Strategy:
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         raise NotImplementedError
 
+    def state_scope(self) -> Literal["topology", "publisher", "receivers"]:
+        """What the installed state depends on with these parameters: :attr:`scope`, or
+        narrower where the parameters allow it (switch-mcgroup and mixed with every
+        group installed: "topology"). The cell pipeline installs per its answer."""
+        return self.scope
+
     def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
                ) -> ControlState:
         """State after the controller learns ``knowledge`` (default: reinstall)."""

@@ -67,7 +67,7 @@ def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: fro
     stands, a :class:`~sim.workloads.receivers.Population`, and the workload
     seed).
     """
-    scope = strategy.scope
+    scope = strategy.state_scope()
     if scope == "topology" and strategy.cell_invariant:  # one install for every cell
         shared = (type(strategy), strategy.params, Identity(topology))
         return base.caches.cell_states.get_or_make(  # type: ignore[no-any-return]
@@ -194,7 +194,7 @@ def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> p
     fast = _fast_path(topology, strategy, delays,
                       static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"), caches)
     workload = cell_workload(cell, topology, caches)
-    if (isinstance(fast, ColumnFastPath) and strategy.scope != "receivers"
+    if (isinstance(fast, ColumnFastPath) and strategy.state_scope() != "receivers"
             and not getattr(fast, "needs_states", False)
             and not getattr(fast, "needs_notifications", False)):
         table = _column_table(cell, topology, strategy, delays, fast, workload)
@@ -274,7 +274,7 @@ def _column_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayMo
         hosts = pa.array(drawn.hosts, pa.string())
         receivers = np.diff(drawn.offsets)
         # the installed state of each notification and the control writes that led to it
-        if strategy.scope == "topology":
+        if strategy.state_scope() == "topology":
             state = _state_for(strategy, topology, "", frozenset(), None, cache, base)
             states = [state] * count
         else:  # one state per publisher

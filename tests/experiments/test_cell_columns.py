@@ -10,7 +10,9 @@
   included (run on the reference), for every strategy whose fast path has
   the column form.
 - A ``cell_invariant`` strategy's install reads nothing of the cell: the same
-  state whatever the population and seed, so runners may share it.
+  state whatever the population, seed and receivers, so runners may share it
+  (switch-mcgroup and mixed with every group installed among them: their
+  ``state_scope`` is the topology although their ``scope`` is the receivers).
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def column_strategies() -> list[str]:
             fast = make_strategy(name).fast_path(topo, pipeline.DelayModel())
         except ValueError:
             continue
-        if isinstance(fast, ColumnFastPath) and STRATEGIES.get(name).scope != "receivers":
+        if isinstance(fast, ColumnFastPath) and make_strategy(name).state_scope() != "receivers":
             out.append(name)
     return out
 
@@ -99,7 +101,7 @@ COLUMN = column_strategies()
 
 
 def test_the_tree_walks_have_the_column_form():
-    assert {"switch-bitmask", "switch-port", "hops"} <= set(COLUMN)
+    assert {"switch-bitmask", "switch-port", "hops", "switch-mcgroup", "mixed"} <= set(COLUMN)
 
 
 def cell(strategy: str, params: dict[str, Any], topology: str, percent: int, seed: int,
@@ -180,7 +182,7 @@ def test_cell_invariant_installs_read_nothing_of_the_cell(name, topology):
     """Installed with different populations, seeds and receiver sets (or none): one state."""
     topo = load_topology(topology)
     strategy = make_strategy(name)
-    assert strategy.scope == "topology"
+    assert strategy.state_scope() == "topology"
     states = [strategy.install(topo, Knowledge())]
     for spec, seed in (("uniform:percent=30", 1), ("frequency:subscribers=50", 7),
                        ("clustered", 3)):
