@@ -262,9 +262,10 @@ def _column_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayMo
     population = workload.population
     base = Knowledge(population=population, seed=workload.seed, caches=strategy.caches)
     cache: dict[Any, tuple[Any, ControlState]] = {}
+    identity = identity_columns(cell)
     tables = []
     previous: ControlState | None = None
-    sizes: dict[int, tuple[int, int]] = {}  # id(state) -> its sizes, counted once
+    sizes: dict[Identity, tuple[int, int]] = {}  # a state -> its sizes, counted once
     sized = (0, 0)  # those of ``previous``
     for start in range(0, cell.notifications, RUNS_PER_BATCH):
         count = min(cell.notifications - start, RUNS_PER_BATCH)
@@ -285,8 +286,8 @@ def _column_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayMo
             if state is not previous:
                 writes[run] = 0 if previous is None else count_writes(previous, state)
                 previous = state
-                sized = sizes.get(id(state)) or sizes.setdefault(
-                    id(state), (state.entries, state.multicast_groups))
+                sized = sizes.get(Identity(state)) or sizes.setdefault(
+                    Identity(state), (state.entries, state.multicast_groups))
             entries[run], groups[run] = sized
         got = fast.metric_columns(drawn.publishers, drawn.offsets, drawn.receivers,
                                   cell.payload_bytes)
@@ -294,7 +295,6 @@ def _column_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayMo
             "run": np.arange(start, start + count), "publisher": hosts.take(drawn.publishers),
             "receivers": receivers, "state_entries": entries, "multicast_groups": groups,
             "control_writes": writes, **got.columns}
-        identity = identity_columns(cell)
         declined = np.flatnonzero(~got.taken).tolist()
         if declined:  # on the reference, as the per-notification path runs them
             columns = row_arrays(columns, count)

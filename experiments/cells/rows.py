@@ -155,15 +155,14 @@ def _column(values: np.ndarray, kind: pa.DataType) -> pa.Array:
 
 def _constant(value: Any, kind: pa.DataType, count: int) -> pa.Array:
     """``count`` copies of ``value`` as an Arrow array of type ``kind``."""
-    if pa.types.is_string(kind):
-        data = str(value).encode()
-        offsets = np.arange(0, (count + 1) * len(data), len(data) or 1, dtype=np.int32)[:count + 1]
-        if not data:
-            offsets = np.zeros(count + 1, np.int32)
-        return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(offsets),
-                                                   pa.py_buffer(data * count)])
+    if pa.types.is_string(kind) and isinstance(value, str):
+        data = value.encode()
+        if count * len(data) < 2**31:  # the offsets of a (32-bit) string array
+            offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
+            return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(offsets),
+                                                       pa.py_buffer(data * count)])
     dtype = _NUMPY.get(kind)
-    if dtype is None or isinstance(value, bool):
+    if dtype is None or isinstance(value, bool | str):
         return pa.repeat(pa.scalar(value, kind), count)
     return _column(np.full(count, value), kind)
 

@@ -122,16 +122,19 @@ def draw_notifications(workload: CellWorkload, count: int, publisher: str | None
     is unchanged. Default None: the cells' draws.
     """
     population, seed = workload.population, workload.seed
+    start = 0
     batch = draw_runs(workload, min(count, RUNS_PER_BATCH), publisher)
-    if batch is not None:
-        for start in range(0, count, RUNS_PER_BATCH):
-            if start:
-                batch = draw_runs(workload, min(count - start, RUNS_PER_BATCH), publisher, start)
-            assert batch is not None  # the population batches every range alike
-            for i in range(len(batch)):
-                note = Notification(notification_id=start + i, publisher=batch.publisher(i))
-                yield DrawnNotification(note, batch.receiver_set(i), population, None)
-        return
+    while batch is not None:  # the population draws its runs in batches
+        for i in range(len(batch)):
+            note = Notification(notification_id=start + i, publisher=batch.publisher(i))
+            yield DrawnNotification(note, batch.receiver_set(i), population, None)
+        start += len(batch)
+        if start >= count:
+            return
+        batch = draw_runs(workload, min(count - start, RUNS_PER_BATCH), publisher, start)
+    if start:
+        raise RuntimeError(f"{type(population).__name__}.draw_runs drew runs below {start} "
+                           "but not the next ones")
     publishers = population.publishers
     # child_rng(seed, "notification", run) of every run, seeded in one batch
     for run, rng in enumerate(child_rngs(seed, "notification", count)):
