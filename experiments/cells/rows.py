@@ -131,8 +131,10 @@ def rows_table(identity: Mapping[str, Any], columns: Mapping[str, Any], count: i
             raise KeyError(f"rows_table: no value for column {name!r}")
         if isinstance(value, pa.Array):
             arrays.append(value if value.type == field.type else value.cast(field.type))
-        elif isinstance(value, np.ndarray | list):
-            arrays.append(_column(np.asarray(value), field.type))
+        elif isinstance(value, np.ndarray):
+            arrays.append(_column(value, field.type))
+        elif isinstance(value, list):
+            arrays.append(pa.array(value, field.type))
         else:
             arrays.append(_constant(value, field.type, count))
     return pa.Table.from_arrays(arrays, schema=ROWS)

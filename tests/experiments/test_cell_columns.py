@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -205,3 +207,41 @@ def test_cells_share_an_invariant_install_and_fast_path_only_through_one_caches(
     other = cell("tree", {}, TOPOLOGIES[1], 30, 1, 3)  # receivers-scoped: nothing shared
     cell_rows(other, caches=shared)
     assert len(shared.cell_states) == len(shared.fast_paths) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(count=st.integers(0, 30), text=st.text(max_size=12), data=st.data())
+def test_rows_table_equals_from_pylist(count, text, data):
+    """Columns given as arrays, lists or one value: the table ``from_pylist`` makes of the
+    same rows (unicode and empty strings, the narrow int32 columns' range included)."""
+    from experiments.cells.rows import IDENTITY_COLUMNS, rows_table
+    from experiments.cells.schema import EXTRA_COLUMNS, ROWS
+
+    identity = {f.name: (text if f.type == pa.string() else data.draw(st.integers(0, 2**31 - 1)))
+                for f in ROWS if f.name in IDENTITY_COLUMNS}
+    columns: dict[str, Any] = {}
+    for f in ROWS:
+        if f.name in IDENTITY_COLUMNS or (f.name in EXTRA_COLUMNS and data.draw(st.booleans())):
+            continue
+        if f.type == pa.string():
+            values: Any = data.draw(st.lists(st.text(max_size=5), min_size=count, max_size=count))
+        elif pa.types.is_floating(f.type):
+            values = data.draw(st.lists(st.floats(allow_nan=False), min_size=count,
+                                        max_size=count))
+        else:
+            top = 2**31 - 1 if f.type == pa.int32() else 2**62
+            values = data.draw(st.lists(st.integers(-top, top), min_size=count, max_size=count))
+        form = data.draw(st.sampled_from(["list", "numpy", "arrow", "one"]))
+        if form == "one" and values:
+            values = values[0]
+        elif form == "numpy" and f.type != pa.string():
+            values = np.array(values, np.float64 if pa.types.is_floating(f.type) else np.int64)
+        elif form == "arrow":
+            values = pa.array(values, f.type)
+        columns[f.name] = values
+    rows = [{f.name: identity[f.name] if f.name in identity else (
+        columns[f.name][i].as_py() if isinstance(columns.get(f.name), pa.Array) else
+        columns[f.name][i].item() if isinstance(columns.get(f.name), np.ndarray) else
+        columns[f.name][i] if isinstance(columns.get(f.name), list) else
+        columns.get(f.name, EXTRA_COLUMNS.get(f.name))) for f in ROWS} for i in range(count)]
+    assert rows_table(identity, columns, count).equals(pa.Table.from_pylist(rows, schema=ROWS))
