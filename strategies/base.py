@@ -187,6 +187,14 @@ class Strategy:
     #: "topology" (same state for every notification), "publisher", or
     #: "receivers" (installed per receiver set, e.g. stored trees).
     scope: ClassVar[Literal["topology", "publisher", "receivers"]] = "receivers"
+    #: True when what the cell pipeline asks of this strategy depends on nothing but
+    #: its class, parameters and topology (and the delay model, for the fast path):
+    #: ``install`` reads no ``Knowledge`` beyond the receiver sets its ``scope``
+    #: hands it, and the object keeps no state between calls. Runners then share
+    #: a topology-scoped install and the fast path between the cells of a
+    #: partition (``Caches.cell_states``, ``Caches.fast_paths``);
+    #: ``tests/experiments/test_cell_caches.py`` checks every strategy that says so.
+    cell_invariant: ClassVar[bool] = False
 
     #: Where this strategy object's memos live (data-plane lookups, compiled
     #: trees); see :meth:`use_caches`.
@@ -218,6 +226,12 @@ class Strategy:
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         raise NotImplementedError
+
+    def state_scope(self) -> Literal["topology", "publisher", "receivers"]:
+        """What the installed state depends on with these parameters: :attr:`scope`, or
+        narrower where the parameters allow it (switch-mcgroup and mixed with every
+        group installed: "topology"). The cell pipeline installs per its answer."""
+        return self.scope
 
     def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
                ) -> ControlState:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -132,6 +133,12 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=256)
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)`` (slow: it evaluates every annotation), once per class."""
+    return typing.get_type_hints(cls)
+
+
 def make_params(cls: type[T], raw: Mapping[str, Any], where: str) -> T:
     """Build the frozen dataclass ``cls`` from ``raw``, coercing each field.
 
@@ -139,7 +146,7 @@ def make_params(cls: type[T], raw: Mapping[str, Any], where: str) -> T:
     ``__post_init__`` validates ranges.
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)  # type: ignore[arg-type]
     kwargs = {}
     for key, value in raw.items():
         if key not in fields:

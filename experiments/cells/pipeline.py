@@ -6,6 +6,16 @@ The notifications come from :func:`experiments.cells.workload.draw_notifications
 :func:`experiments.cells.rows.notification_row` (the one row builder). Pure of
 any engine: the local and the Spark runner both call :func:`run_cell`, which
 is why their rows are identical.
+
+Where the workload draws a cell's notifications in one batch
+(:func:`~experiments.cells.workload.draw_runs`), the strategy's state does not
+depend on the receivers and its fast path takes host indices
+(:class:`~sim.dataplanes.fast_path.ColumnFastPath`), the cell runs as columns
+(:func:`_column_table`): the drawn index arrays go to the fast path as they
+are and its metric arrays become the rows' columns
+(:func:`~experiments.cells.rows.rows_table`); declined notifications run on the
+reference as in the per-notification path. Both paths give the same rows
+(``tests/experiments/test_cell_columns.py``).
 """
 
 from __future__ import annotations
@@ -15,15 +25,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from experiments.cells.rows import identity_columns, notification_row
+from experiments.cells.rows import identity_columns, notification_row, row_arrays, rows_table
 from experiments.cells.schema import ROWS
 from experiments.cells.spec import Cell
-from experiments.cells.workload import CellWorkload, cell_workload, draw_notifications
-from sim.dataplanes.caches import Caches, or_fresh
+from experiments.cells.workload import (
+    RUNS_PER_BATCH,
+    CellWorkload,
+    cell_workload,
+    draw_notifications,
+    draw_runs,
+)
+from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState, count_writes
 from sim.dataplanes.delivery import DelayModel, row_metrics
+from sim.dataplanes.fast_path import ColumnFastPath, FastPath
 from sim.dataplanes.link_waste import wasted_link_frames
 from sim.dataplanes.packet import Notification, payload_for
 from sim.engines.gc_thresholds import rare_gc
@@ -49,7 +67,11 @@ def _state_for(strategy: Strategy, topology: Any, publisher: str, receivers: fro
     stands, a :class:`~sim.workloads.receivers.Population`, and the workload
     seed).
     """
-    scope = strategy.scope
+    scope = strategy.state_scope()
+    if scope == "topology" and strategy.cell_invariant:  # one install for every cell
+        shared = (type(strategy), strategy.params, Identity(topology))
+        return base.caches.cell_states.get_or_make(  # type: ignore[no-any-return]
+            shared, lambda: strategy.install(topology, base))
     if scope == "topology":
         key: Any = ()
         knowledge = base
@@ -126,28 +148,67 @@ def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
 
 def cell_rows(cell: Cell, static_path: str | None = None, caches: Caches | None = None
               ) -> list[dict[str, Any]]:
-    """The rows of ``cell`` as plain dicts (column order of :data:`ROWS`).
+    """The rows of static ``cell`` as plain dicts (column order of :data:`ROWS`):
+    :func:`run_cell`'s table as Python values."""
+    return run_cell(cell, static_path, caches).to_pylist()
+
+
+def run_cell(cell: Cell, static_path: str | None = None, caches: Caches | None = None
+             ) -> pa.Table:
+    """The rows of ``cell`` as an Arrow table: :data:`ROWS` for static cells,
+    :data:`~experiments.cells.schema.TIMED_ROWS` for timed ones (engine = "timed").
 
     ``static_path`` picks the engine (:func:`sim.engines.static.choose_static_path`):
     "auto" (default; the ``STACKCAST_STATIC_PATH`` environment variable
     overrides it), "fast" or "reference". Rows are identical either way.
     ``caches``: the runner's :class:`~sim.dataplanes.caches.Caches` (shared by
     the cells it runs; default: a fresh one). Rows never depend on it.
-    The cyclic garbage collector runs rarely meanwhile
+    A static cell runs with the cyclic garbage collector collecting rarely
     (:func:`~sim.engines.gc_thresholds.rare_gc`).
     """
+    if cell.engine == "timed":
+        from experiments.cells.timed import run_timed_cell
+
+        return run_timed_cell(cell, caches)
     with rare_gc():
-        return _cell_rows(cell, static_path, caches)
+        return _cell_table(cell, static_path, caches)
 
 
-def _cell_rows(cell: Cell, static_path: str | None, caches: Caches | None
-               ) -> list[dict[str, Any]]:
+def _fast_path(topology: Any, strategy: Strategy, delays: DelayModel, path: str,
+               caches: Caches) -> FastPath | None:
+    """:func:`choose_static_path`, shared between cells for ``cell_invariant`` strategies."""
+    if not strategy.cell_invariant or path == "reference":
+        return choose_static_path(topology, strategy, delays, path)
+    key = (type(strategy), strategy.params, Identity(topology), delays)
+    (fast,) = caches.fast_paths.get_or_make(
+        key, lambda: (choose_static_path(topology, strategy, delays, path),))
+    if fast is None and path == "fast":
+        choose_static_path(topology, strategy, delays, path)  # raises its error
+    return fast  # type: ignore[no-any-return]
+
+
+def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> pa.Table:
     topology, strategy, delays = cell_setup(cell)
     caches = or_fresh(caches)
     strategy.use_caches(caches)
-    fast = choose_static_path(topology, strategy, delays,
-                              static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"))
-    items: Any = cell_notifications(cell, topology, strategy, caches)
+    fast = _fast_path(topology, strategy, delays,
+                      static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"), caches)
+    workload = cell_workload(cell, topology, caches)
+    if (isinstance(fast, ColumnFastPath) and strategy.state_scope() != "receivers"
+            and not getattr(fast, "needs_states", False)
+            and not getattr(fast, "needs_notifications", False)):
+        table = _column_table(cell, topology, strategy, delays, fast, workload)
+        if table is not None:
+            return table
+    return pa.Table.from_pylist(_cell_rows(cell, topology, strategy, delays, fast, workload,
+                                           caches), schema=ROWS)
+
+
+def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel,
+               fast: FastPath | None, workload: CellWorkload, caches: Caches
+               ) -> list[dict[str, Any]]:
+    """The rows notification by notification (the fast path's batch where it has one)."""
+    items: Any = cell_notifications(cell, topology, strategy, caches, workload=workload)
     fast_metrics: list[Any] = []
     if fast is not None:  # one closed-form batch; declined notifications run on the reference
         items = list(items)
@@ -173,12 +234,8 @@ def _cell_rows(cell: Cell, static_path: str | None, caches: Caches | None
             extra = fast_extra.get(key) or fast_extra.setdefault(key, ExtraMetrics(
                 link_false_positives=waste, **dict(zip(HEADER_LABEL_FIELDS, key[1:], strict=True))))
         else:
-            d = run_notification(topology, strategy, state, note, receivers, item.payload, delays)
-            metrics = row_metrics(d, link_waste=False)
-            extra = strategy.extra_metrics(topology, state, note, receivers, d)
-            if extra.link_false_positives is None:  # every strategy gets link waste
-                extra = replace(extra, link_false_positives=wasted_link_frames(
-                    d.links, note.publisher, receivers))
+            metrics, extra = _reference_metrics(topology, strategy, state, note, receivers,
+                                                item.payload, delays)
         rows.append(notification_row(
             identity, run=item.run, publisher=note.publisher, receivers=len(receivers),
             metrics=metrics, state_entries=counted[1], multicast_groups=counted[2],
@@ -186,13 +243,73 @@ def _cell_rows(cell: Cell, static_path: str | None, caches: Caches | None
     return rows
 
 
-def run_cell(cell: Cell, static_path: str | None = None, caches: Caches | None = None
-             ) -> pa.Table:
-    """The rows of ``cell`` as an Arrow table: :data:`ROWS` for static cells,
-    :data:`~experiments.cells.schema.TIMED_ROWS` for timed ones (engine = "timed");
-    ``static_path`` and ``caches`` as in :func:`cell_rows`."""
-    if cell.engine == "timed":
-        from experiments.cells.timed import run_timed_cell
+def _reference_metrics(topology: Any, strategy: Strategy, state: ControlState,
+                       note: Notification, receivers: frozenset[str], payload: bytes,
+                       delays: DelayModel) -> tuple[dict[str, Any], ExtraMetrics]:
+    """One notification on the pass-by-pass reference: its row metrics and extra metrics."""
+    d = run_notification(topology, strategy, state, note, receivers, payload, delays)
+    extra = strategy.extra_metrics(topology, state, note, receivers, d)
+    if extra.link_false_positives is None:  # every strategy gets link waste
+        extra = replace(extra, link_false_positives=wasted_link_frames(
+            d.links, note.publisher, receivers))
+    return row_metrics(d, link_waste=False), extra
 
-        return run_timed_cell(cell, caches)
-    return pa.Table.from_pylist(cell_rows(cell, static_path, caches), schema=ROWS)
+
+def _column_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel,
+                  fast: ColumnFastPath, workload: CellWorkload) -> pa.Table | None:
+    """The rows of a cell whose draws, states and fast path work on host indices, built
+    as columns (see the module docstring); None when the workload does not batch."""
+    population = workload.population
+    base = Knowledge(population=population, seed=workload.seed, caches=strategy.caches)
+    cache: dict[Any, tuple[Any, ControlState]] = {}
+    identity = identity_columns(cell)
+    tables = []
+    previous: ControlState | None = None
+    sizes: dict[Identity, tuple[int, int]] = {}  # a state -> its sizes, counted once
+    sized = (0, 0)  # those of ``previous``
+    for start in range(0, cell.notifications, RUNS_PER_BATCH):
+        count = min(cell.notifications - start, RUNS_PER_BATCH)
+        drawn = draw_runs(workload, count, start=start)
+        if drawn is None:
+            return None
+        hosts = pa.array(drawn.hosts, pa.string())
+        receivers = np.diff(drawn.offsets)
+        # the installed state of each notification and the control writes that led to it
+        if strategy.state_scope() == "topology":
+            state = _state_for(strategy, topology, "", frozenset(), None, cache, base)
+            states = [state] * count
+        else:  # one state per publisher
+            states = [_state_for(strategy, topology, drawn.hosts[pub], frozenset(), None, cache,
+                                 base) for pub in drawn.publishers.tolist()]
+        entries, groups, writes = (np.zeros(count, np.int64) for _ in range(3))
+        for run, state in enumerate(states):
+            if state is not previous:
+                writes[run] = 0 if previous is None else count_writes(previous, state)
+                previous = state
+                sized = sizes.get(Identity(state)) or sizes.setdefault(
+                    Identity(state), (state.entries, state.multicast_groups))
+            entries[run], groups[run] = sized
+        got = fast.metric_columns(drawn.publishers, drawn.offsets, drawn.receivers,
+                                  cell.payload_bytes)
+        columns: dict[str, Any] = {
+            "run": np.arange(start, start + count), "publisher": hosts.take(drawn.publishers),
+            "receivers": receivers, "state_entries": entries, "multicast_groups": groups,
+            "control_writes": writes, **got.columns}
+        declined = np.flatnonzero(~got.taken).tolist()
+        if declined:  # on the reference, as the per-notification path runs them
+            columns = row_arrays(columns, count)
+            for i in declined:
+                note = Notification(notification_id=start + i, publisher=drawn.publisher(i))
+                recv = drawn.receiver_set(i)
+                metrics, extra = _reference_metrics(topology, strategy, states[i], note, recv,
+                                                    payload_for(note, cell.payload_bytes),
+                                                    delays)
+                row = notification_row(
+                    identity, run=start + i, publisher=note.publisher, receivers=len(recv),
+                    metrics=metrics, state_entries=int(entries[i]),
+                    multicast_groups=int(groups[i]), control_writes=int(writes[i]),
+                    extra=extra)
+                for name, column in columns.items():
+                    column[i] = row[name]
+        tables.append(rows_table(identity, columns, count))
+    return pa.concat_tables(tables) if tables else ROWS.empty_table()

@@ -13,6 +13,8 @@ A row is built from
 :func:`notification_row` returns the :data:`experiments.cells.schema.ROWS`
 columns in order; a timed row is that row followed by the timed and
 run-level columns (:data:`experiments.cells.schema.TIMED_ROWS`).
+:func:`rows_table` builds the same rows as Arrow columns at once, from one
+array per column (a fast path's batch, :mod:`experiments.cells.pipeline`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-from experiments.cells.schema import EXTRA_COLUMNS
+import numpy as np
+import pyarrow as pa
+
+from experiments.cells.schema import EXTRA_COLUMNS, ROWS
 from experiments.cells.spec import Cell
 from sim.dataplanes.delivery import METRIC_KEYS
 from strategies.base import ExtraMetrics
@@ -93,3 +98,92 @@ def notification_row(identity: Mapping[str, Any], *, run: int, publisher: str,
     row.update(extra_columns(extra))
     return row
 
+
+
+def rows_table(identity: Mapping[str, Any], columns: Mapping[str, Any], count: int
+               ) -> pa.Table:
+    """``count`` rows with the :data:`~experiments.cells.schema.ROWS` columns, as a table.
+
+    Parameters
+    ----------
+    identity : mapping
+        :func:`identity_columns` of the cell (repeated on every row).
+    columns : mapping
+        Every other column by name: an array (numpy or Arrow) or a list of
+        ``count`` values, or one value for every row. An
+        :class:`~strategies.base.ExtraMetrics` column left out takes its
+        default (:data:`~experiments.cells.schema.EXTRA_COLUMNS`).
+
+    The values equal those of :func:`notification_row` rows made into a
+    table with ``pa.Table.from_pylist(rows, schema=ROWS)`` (integers out of
+    a narrow column's range raise as there).
+    """
+    arrays = []
+    for field in ROWS:
+        name = field.name
+        if name in identity:
+            value = identity[name]
+        elif name in columns:
+            value = columns[name]
+        elif name in EXTRA_COLUMNS:
+            value = EXTRA_COLUMNS[name]
+        else:
+            raise KeyError(f"rows_table: no value for column {name!r}")
+        if isinstance(value, pa.Array):
+            arrays.append(value if value.type == field.type else value.cast(field.type))
+        elif isinstance(value, np.ndarray):
+            arrays.append(_column(value, field.type))
+        elif isinstance(value, list):
+            arrays.append(pa.array(value, field.type))
+        else:
+            arrays.append(_constant(value, field.type, count))
+    return pa.Table.from_arrays(arrays, schema=ROWS)
+
+
+#: numpy dtypes of the numeric Arrow types of :data:`~experiments.cells.schema.ROWS`
+_NUMPY = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float64(): np.float64}
+
+
+def _column(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """``pa.array(values, kind)``; numeric columns converted by numpy (no per-value work)."""
+    dtype = _NUMPY.get(kind)
+    if dtype is None or values.dtype.kind not in "iuf" or (
+            values.dtype.kind == "f" and dtype is not np.float64):
+        return pa.array(values, kind)
+    if dtype is np.int32 and values.size and (values.min() < -2**31 or values.max() >= 2**31):
+        return pa.array(values, kind)  # raises as from_pylist does
+    return pa.array(values.astype(dtype, copy=False))
+
+
+def _constant(value: Any, kind: pa.DataType, count: int) -> pa.Array:
+    """``count`` copies of ``value`` as an Arrow array of type ``kind``."""
+    if pa.types.is_string(kind) and isinstance(value, str):
+        data = value.encode()
+        if count * len(data) < 2**31:  # the offsets of a (32-bit) string array
+            offsets = np.arange(count + 1, dtype=np.int32) * np.int32(len(data))
+            return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(offsets),
+                                                       pa.py_buffer(data * count)])
+    dtype = _NUMPY.get(kind)
+    if dtype is None or isinstance(value, bool | str):
+        return pa.repeat(pa.scalar(value, kind), count)
+    return _column(np.full(count, value), kind)
+
+
+def row_arrays(columns: Mapping[str, Any], count: int) -> dict[str, np.ndarray]:
+    """Every non-identity :data:`~experiments.cells.schema.ROWS` column of
+    :func:`rows_table`'s ``columns`` as a writable numpy array of ``count`` values
+    (defaults filled in), so single rows can be overwritten before the table is built."""
+    out = {}
+    for field in ROWS:
+        name = field.name
+        if name in IDENTITY_COLUMNS:
+            continue
+        value = columns[name] if name in columns else EXTRA_COLUMNS[name]
+        if isinstance(value, pa.Array):
+            value = value.to_numpy(zero_copy_only=False)
+        kind = (object if pa.types.is_string(field.type) else
+                np.float64 if pa.types.is_floating(field.type) else np.int64)
+        array = np.empty(count, kind)
+        array[:] = value
+        out[name] = array
+    return out

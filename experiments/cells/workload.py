@@ -13,6 +13,10 @@ Draws: notification ``run`` takes ``child_rng(workload_seed,
 population's publishers), then :meth:`Population.draw
 <sim.workloads.receivers.Population.draw>` of the population as it stands
 before the run (:meth:`~sim.workloads.receivers.Population.at`).
+A population that batches these draws
+(:meth:`~sim.workloads.receivers.Population.draw_runs`, the uniform model)
+gives them for every run at once, as host indices (:func:`draw_runs`); the
+draws are the same numbers (``tests/experiments/test_cell_columns.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from dataclasses import dataclass
 from experiments.cells.spec import Cell
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.packet import Notification
-from sim.dataplanes.seeds import child_rng, child_rngs
-from sim.workloads.receivers import Population, receiver_model
+from sim.dataplanes.seeds import RunStreams, child_rng, child_rngs
+from sim.workloads.receivers import DrawnRuns, Population, receiver_model
 from topologies.model import Topology
 
 
@@ -89,6 +93,25 @@ class DrawnNotification:
         return self.notification.publisher
 
 
+#: Notifications per :func:`draw_runs` batch of :func:`draw_notifications`.
+RUNS_PER_BATCH = 4096
+
+
+def draw_runs(workload: CellWorkload, count: int, publisher: str | None = None, start: int = 0
+              ) -> DrawnRuns | None:
+    """Notifications ``start`` .. ``start + count - 1`` of ``workload`` at once, as host
+    indices, or None when its population does not batch its draws (then use
+    :func:`draw_notifications`).
+
+    The same publishers and receivers as :func:`draw_notifications` (which
+    uses this where it can); such a population stays put during the cell, so
+    every notification's view is the population and none has stable
+    subscribers. ``publisher`` as in :func:`draw_notifications`.
+    """
+    return workload.population.draw_runs(
+        RunStreams(workload.seed, "notification", count, start), publisher)
+
+
 def draw_notifications(workload: CellWorkload, count: int, publisher: str | None = None
                        ) -> Iterator[DrawnNotification]:
     """The first ``count`` notifications of ``workload``, in order (drawn lazily).
@@ -99,6 +122,19 @@ def draw_notifications(workload: CellWorkload, count: int, publisher: str | None
     is unchanged. Default None: the cells' draws.
     """
     population, seed = workload.population, workload.seed
+    start = 0
+    batch = draw_runs(workload, min(count, RUNS_PER_BATCH), publisher)
+    while batch is not None:  # the population draws its runs in batches
+        for i in range(len(batch)):
+            note = Notification(notification_id=start + i, publisher=batch.publisher(i))
+            yield DrawnNotification(note, batch.receiver_set(i), population, None)
+        start += len(batch)
+        if start >= count:
+            return
+        batch = draw_runs(workload, min(count - start, RUNS_PER_BATCH), publisher, start)
+    if start:
+        raise RuntimeError(f"{type(population).__name__}.draw_runs drew runs below {start} "
+                           "but not the next ones")
     publishers = population.publishers
     # child_rng(seed, "notification", run) of every run, seeded in one batch
     for run, rng in enumerate(child_rngs(seed, "notification", count)):

@@ -32,6 +32,15 @@ A fast path with several interchangeable implementations (e.g. numpy and a
 compiled kernel) lists them in ``implementations`` and builds the variant
 ``using(impl)``; the property test checks each.
 
+A fast path may also take its notifications as host indices, the form a
+batched workload draws them in
+(:meth:`sim.workloads.receivers.Population.draw_runs`): the optional
+``metric_columns(publishers, offsets, receivers, payload_bytes)`` (see
+:class:`ColumnFastPath`) returns a :class:`MetricColumns`, one array per
+metric, equal to :meth:`FastPath.metrics` of the same notifications by name
+(checked by ``tests/sim/test_fast_paths.py``). The cell pipeline uses it
+when a fast path has it, and builds the rows' columns from its arrays.
+
 References
 ----------
 shared/DESIGN.md "Data planes" (a fast path must agree with the pass-by-pass
@@ -43,7 +52,10 @@ and layers" (fast paths plug in through one hook a family implements); seed
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import numpy as np
 
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import Delivery
@@ -80,4 +92,43 @@ class FastPath(Protocol):
                  receivers: frozenset[str], payload: bytes) -> Delivery | None:
         """The full :class:`~sim.dataplanes.delivery.Delivery` of one notification,
         equal to the reference's; ``None`` where the reference must run."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class MetricColumns:
+    """Row metrics of a batch of notifications, one array per metric.
+
+    Attributes
+    ----------
+    taken : ndarray of bool
+        False where the fast path declines the notification (the reference
+        must run; the metric arrays hold 0 there).
+    columns : dict of str to ndarray
+        :data:`~sim.dataplanes.delivery.METRIC_KEYS` (int64, ``delay_worst_ms``
+        float64), and optionally the header label counts
+        (``strategies.base.HEADER_LABEL_FIELDS``).
+    """
+
+    taken: np.ndarray
+    columns: dict[str, np.ndarray]
+
+    def rows(self) -> list[dict[str, Any] | None]:
+        """Per notification: its metrics as Python numbers, None where declined
+        (the form of :meth:`FastPath.metrics`)."""
+        names = list(self.columns)
+        values = zip(*(self.columns[k].tolist() for k in names), strict=True)
+        return [dict(zip(names, v, strict=True)) if t else None
+                for t, v in zip(self.taken.tolist(), values, strict=True)]
+
+
+@runtime_checkable
+class ColumnFastPath(FastPath, Protocol):
+    """A :class:`FastPath` that also takes notifications as host indices."""
+
+    def metric_columns(self, publishers: np.ndarray, offsets: np.ndarray,
+                       receivers: np.ndarray, payload_bytes: int) -> MetricColumns:
+        """The metrics of notification ``i``, published by host ``publishers[i]`` to the
+        distinct hosts ``receivers[offsets[i]:offsets[i + 1]]`` (indices into
+        ``topology.hosts``), as :meth:`FastPath.metrics` gives them."""
         ...

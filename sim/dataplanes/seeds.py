@@ -13,6 +13,7 @@ import hashlib
 import json
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -64,16 +65,23 @@ def _uint32_words(value: int) -> list[int]:
     return words
 
 
-def _pcg64_states(root: int, component: str, runs: range) -> list[tuple[int, int]]:
-    """PCG64 (state, inc) of ``child_rng(root, component, run)`` for each run in ``runs``."""
-    n = len(runs)
+def seed_words(root: int, component: str, runs: int, start: int = 0) -> np.ndarray:
+    """The SeedSequence words of ``child_rng(root, component, run)`` for run = ``start`` ..
+    ``start + runs - 1``.
+
+    A ``(4, runs)`` uint64 array: column ``i`` is run ``start + i``'s
+    ``SeedSequence.generate_state(4, np.uint64)``, the words PCG64 seeds
+    itself with (:func:`_pcg64_states`; the compiled draws of
+    :mod:`sim.dataplanes.pcg64_draws`). Runs must be below 2**32.
+    """
+    if start < 0 or runs < 0 or start + runs > 1 << 32:
+        raise ValueError(f"seed_words: runs must lie in [0, 2**32), got {start} + {runs}")
     root_words = _uint32_words(root)
     prefix = len(root_words) + 1  # every run below 2**32 is one word
-    entropy = np.zeros((max(prefix, _POOL) + 1, n), dtype=np.uint32)
+    entropy = np.zeros((max(prefix, _POOL) + 1, runs), dtype=np.uint32)
     for i, w in enumerate(root_words):
         entropy[i] = w
-    entropy[len(root_words)] = np.arange(runs.start, runs.stop, runs.step, dtype=np.uint64
-                                         ).astype(np.uint32)
+    entropy[len(root_words)] = np.arange(start, start + runs, dtype=np.uint64).astype(np.uint32)
     entropy[-1] = zlib.crc32(component.encode())  # the spawn key, after padding to the pool
     hash_const = _INIT_A
 
@@ -103,31 +111,65 @@ def _pcg64_states(root: int, component: str, runs: range) -> list[tuple[int, int
         hash_const = (hash_const * _MULT_B) & _M32
         value = value * np.uint32(hash_const)
         words.append((value ^ (value >> np.uint32(16))).astype(np.uint64))
-    u64 = [(words[2 * k + 1] << np.uint64(32)) | words[2 * k] for k in range(4)]
+    return np.stack([(words[2 * k + 1] << np.uint64(32)) | words[2 * k] for k in range(4)])
+
+
+def _pcg64_states(root: int, component: str, runs: range) -> list[tuple[int, int]]:
+    """PCG64 (state, inc) of ``child_rng(root, component, run)`` for each run in ``runs``
+    (a range of step 1; ``pcg64_set_seed`` of :func:`seed_words`)."""
+    words = seed_words(root, component, len(runs), runs.start)
     out = []
-    for s0, s1, i0, i1 in zip(*(w.tolist() for w in u64), strict=True):
+    for s0, s1, i0, i1 in zip(*(w.tolist() for w in words), strict=True):
         inc = (((i0 << 64) | i1) << 1 | 1) & _M128
         state = (inc + ((s0 << 64) | s1)) & _M128  # one step from 0 gives inc; add the seed
         out.append(((state * _PCG_MULT + inc) & _M128, inc))  # and step again
     return out
 
 
-def child_rngs(root: int, component: str, runs: int) -> Iterator[np.random.Generator]:
-    """``child_rng(root, component, run)`` for run = 0, 1, ..., ``runs`` - 1, in order.
+@dataclass(frozen=True, slots=True)
+class RunStreams:
+    """The generators ``child_rng(root, component, run)`` of runs ``start`` ..
+    ``start + count - 1``.
+
+    What a batched draw needs (:meth:`sim.workloads.receivers.Population.draw_runs`):
+    the generators themselves (:meth:`generators`, numpy draws) or their
+    seed words (:meth:`words`, the compiled draws of
+    :mod:`sim.dataplanes.pcg64_draws`), which give the same numbers.
+    """
+
+    root: int
+    component: str
+    count: int
+    #: the first run
+    start: int = 0
+
+    def generators(self) -> Iterator[np.random.Generator]:
+        """:func:`child_rngs` of these runs (draw from each before asking for the next)."""
+        return child_rngs(self.root, self.component, self.count, self.start)
+
+    def words(self) -> np.ndarray:
+        """:func:`seed_words` of these runs."""
+        return seed_words(self.root, self.component, self.count, self.start)
+
+
+def child_rngs(root: int, component: str, runs: int, start: int = 0
+               ) -> Iterator[np.random.Generator]:
+    """``child_rng(root, component, run)`` for run = ``start``, ..., ``start + runs - 1``, in order.
 
     One generator, re-seeded per run with exactly the state child_rng would
     give it: draw from each before asking for the next (the previous one is
     the same object, now at the next run's state). Its ``bit_generator.seed_seq``
     is not the run's SeedSequence: callers that ``spawn`` need :func:`child_rng`.
     """
-    if runs >= 1 << 32:  # two-word runs: not batched
-        yield from (child_rng(root, component, run) for run in range(runs))
+    stop = start + runs
+    if stop > 1 << 32:  # two-word runs: not batched
+        yield from (child_rng(root, component, run) for run in range(start, stop))
         return
     bits = np.random.PCG64(0)
     rng = np.random.Generator(bits)
     batch = 4096
-    for start in range(0, runs, batch):
-        for state, inc in _pcg64_states(root, component, range(start, min(runs, start + batch))):
+    for first in range(start, stop, batch):
+        for state, inc in _pcg64_states(root, component, range(first, min(stop, first + batch))):
             bits.state = {"bit_generator": "PCG64", "state": {"state": state, "inc": inc},
                           "has_uint32": 0, "uinteger": 0}
             yield rng

@@ -182,6 +182,38 @@ class Move:
     host: str
 
 
+class MigrationPlan:
+    """Every client's one move, in the drawn order, drawn when first needed.
+
+    The moves come from their own generator (``move_rng``, spawned for them
+    alone), so drawing them late gives what drawing them with the layout
+    gives; a layout at 0 % churn (the controller's view of the thesis) never
+    needs them. The populations of one plan share this object.
+    """
+
+    __slots__ = ("_args", "_moves")
+
+    def __init__(self, hosts: list[str], weights: np.ndarray, pub_hosts: list[str],
+                 subs: list[tuple[int, str, float]], rng: np.random.Generator) -> None:
+        self._args: tuple[Any, ...] | None = (hosts, weights, pub_hosts, subs, rng)
+        self._moves: list[Move] | None = None
+
+    @property
+    def clients(self) -> int:
+        """How many clients move (every publisher and every subscription, once)."""
+        if self._moves is not None:
+            return len(self._moves)
+        assert self._args is not None
+        return len(self._args[2]) + len(self._args[3])
+
+    def moves(self) -> list[Move]:
+        if self._moves is None:
+            assert self._args is not None
+            self._moves = _draw_moves(*self._args)
+            self._args = None  # the generator is spent
+        return self._moves
+
+
 @dataclass
 class ClusteredPopulation(PopulationBase):
     """A clustered client layout after ``churn`` percent migration.
@@ -194,8 +226,8 @@ class ClusteredPopulation(PopulationBase):
         Initial host of each publisher client.
     subs : list of (publisher index, host, frequency)
         Initial subscription clients.
-    moves : list of Move
-        The full migration plan (every client once, in the drawn order).
+    migration : MigrationPlan
+        The full migration plan (:attr:`moves`).
     churn, rebuild_every : int
     """
 
@@ -203,7 +235,7 @@ class ClusteredPopulation(PopulationBase):
     clusters: ClientClusters
     pub_hosts: list[str]
     subs: list[tuple[int, str, float]]
-    moves: list[Move]
+    migration: MigrationPlan
     churn: int
     rebuild_every: int = 0
     _layouts: dict[int, tuple[list[str], list[str]]] = field(default_factory=dict)
@@ -213,13 +245,18 @@ class ClusteredPopulation(PopulationBase):
     #: per churn level: publisher -> its (host, frequency) subscriptions
     _mine: dict[int, dict[str, list[tuple[str, float]]]] = field(default_factory=dict)
 
+    @property
+    def moves(self) -> list[Move]:
+        """The full migration plan (every client once, in the drawn order)."""
+        return self.migration.moves()
+
     def _layout(self, level: int) -> tuple[list[str], list[str]]:
         """(publisher hosts, subscription hosts) after ``level`` percent churn."""
         if level not in self._layouts:
-            m = round(level / 100 * len(self.moves))
+            m = round(level / 100 * self.migration.clients)
             pubs = list(self.pub_hosts)
             subs = [h for _, h, _ in self.subs]
-            for mv in self.moves[:m]:
+            for mv in self.moves[:m] if m else ():
                 if mv.client < 0:
                     pubs[-1 - mv.client] = mv.host
                 else:
@@ -367,7 +404,15 @@ def _draw_plan(params: ClusteredParams, topology: Topology, rng: np.random.Gener
         chosen.sort(key=topology.host_id)
         freqs = freq_rng.uniform(params.freq_min / 100, params.freq_max / 100, size=len(chosen))
         subs.extend((i, h, float(f)) for h, f in zip(chosen, freqs, strict=True))
-    # migration plan: one order of all clients, each moved once
+    return ClusteredPopulation(topology, clusters, pub_hosts, subs,
+                               MigrationPlan(hosts, w_target, pub_hosts, subs, move_rng),
+                               params.churn, params.rebuild_every)
+
+
+def _draw_moves(hosts: list[str], w_target: np.ndarray, pub_hosts: list[str],
+                subs: list[tuple[int, str, float]], move_rng: np.random.Generator
+                ) -> list[Move]:
+    """The migration plan: one order of all clients, each moved once."""
     clients = [-1 - i for i in range(len(pub_hosts))] + list(range(len(subs)))
     order = move_rng.permutation(len(clients))
     pubs = list(pub_hosts)
@@ -392,8 +437,7 @@ def _draw_plan(params: ClusteredParams, topology: Topology, rng: np.random.Gener
         else:
             cur[c] = pick[0]
         moves.append(Move(c, pick[0]))
-    return ClusteredPopulation(topology, clusters, pub_hosts, subs, moves, params.churn,
-                               params.rebuild_every)
+    return moves
 
 
 @register_receiver_model(

@@ -17,7 +17,8 @@ Every population implements :class:`Population`, optional features included:
 it derives from :class:`PopulationBase`, which gives each optional feature a
 do-nothing default, and overrides the ones it has (``stable`` in
 ``replacement``; ``at``, ``draw``, ``version`` and ``draws_events`` in
-``content``; ``controller_view`` in ``clustered``).
+``content``; ``controller_view`` in ``clustered``; ``draw_runs`` in
+``uniform``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
+from sim.dataplanes import pcg64_draws
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.content_space import Event
+from sim.dataplanes.seeds import RunStreams
 from topologies.model import Topology
 from topologies.registry import Registry, check, make_params, parse_spec
 
@@ -95,6 +98,19 @@ class Population(Protocol):
         clustered clients); default: the population itself."""
         ...
 
+    def draw_runs(self, runs: RunStreams, publisher: str | None = None) -> DrawnRuns | None:
+        """Every run's draws at once, or None (default) when the population does not
+        batch them.
+
+        Run ``r`` draws from ``runs``' generator ``r`` what the per-run draw
+        of :func:`experiments.cells.workload.draw_notifications` draws from
+        it: the publisher ``publishers[rng.integers(len(publishers))]`` (sent
+        by ``publisher`` instead when given), then :meth:`draw`. Only
+        populations whose content stays put (``at`` is the population itself,
+        no events, no stable subscribers) offer it.
+        """
+        ...
+
 
 class PopulationBase:
     """Base of every population: do-nothing defaults of :class:`Population`'s
@@ -120,6 +136,43 @@ class PopulationBase:
 
     def controller_view(self) -> object:
         return self
+
+    def draw_runs(self, runs: RunStreams, publisher: str | None = None) -> DrawnRuns | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnRuns:
+    """The draws of a cell's runs, as host indices (:meth:`Population.draw_runs`).
+
+    Attributes
+    ----------
+    hosts : tuple of str
+        The names the indices refer to (the topology's hosts, in order).
+    publishers : ndarray of int64
+        The sending host of each run.
+    offsets : ndarray of int64
+        Run ``r``'s receivers are ``receivers[offsets[r]:offsets[r + 1]]``.
+    receivers : ndarray of int64
+        The receivers of every run, run after run, in draw order.
+    """
+
+    hosts: tuple[str, ...]
+    publishers: np.ndarray
+    offsets: np.ndarray
+    receivers: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.publishers)
+
+    def publisher(self, run: int) -> str:
+        return self.hosts[int(self.publishers[run])]
+
+    def receiver_set(self, run: int) -> frozenset[str]:
+        """Run ``run``'s receivers by name."""
+        hosts = self.hosts
+        return frozenset([hosts[i] for i in
+                          self.receivers[self.offsets[run]:self.offsets[run + 1]].tolist()])
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,14 +299,41 @@ class UniformPopulation(PopulationBase):
         """Publisher -> the other hosts (topology order) and how many receive; filled on use."""
         return {}
 
-    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+    def _known(self, publisher: str) -> tuple[list[str], int]:
         known = self._others.get(publisher)
         if known is None:
             hosts = self.topology.hosts
             others = [h for h in hosts if h != publisher]
             known = self._others[publisher] = (
                 others, min(round(self.percent / 100 * len(hosts)), len(others)))
-        return _sample(*known, rng)
+        return known
+
+    def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
+        return _sample(*self._known(publisher), rng)
+
+    def draw_runs(self, runs: RunStreams, publisher: str | None = None) -> DrawnRuns | None:
+        """Every run's publisher and receivers (see :meth:`Population.draw_runs`):
+        ``rng.choice(len(hosts) - 1, k, replace=False)`` indexes the hosts
+        other than the sender. Compiled where :mod:`sim.dataplanes.pcg64_draws`
+        agrees with numpy, through numpy's generators otherwise (same draws)."""
+        hosts = self.topology.hosts
+        if not hosts or (publisher is not None and publisher not in hosts):
+            return None  # the per-run draws (and their errors) apply
+        n, count = len(hosts), runs.count
+        k = self._known(hosts[0])[1]  # the same for every sender
+        drawn = np.empty(count, np.int64)
+        picks = np.empty((count, k), np.int64)
+        if pcg64_draws.kernel_agrees() and pcg64_draws.publisher_and_sample is not None:
+            pcg64_draws.publisher_and_sample(runs.words(), n, n - 1, k, drawn, picks)
+        else:
+            for run, rng in enumerate(runs.generators()):
+                drawn[run] = rng.integers(n)
+                if k:
+                    picks[run] = rng.choice(n - 1, size=k, replace=False)
+        sender = drawn if publisher is None else np.full(count, hosts.index(publisher), np.int64)
+        picks += picks >= sender[:, None]  # skip the sender: indices into every host
+        return DrawnRuns(hosts, sender, np.arange(0, count * k + 1, k, dtype=np.int64) if k
+                         else np.zeros(count + 1, np.int64), picks.ravel())
 
 
 @register_receiver_model("uniform", UniformParams,

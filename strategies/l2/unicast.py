@@ -24,6 +24,7 @@ from topologies.model import Topology
 class Unicast(L2Strategy):
     name = "unicast"
     scope = "topology"
+    cell_invariant = True
     summary = "one copy per receiver along shortest paths, L2 exact-match rules"
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:

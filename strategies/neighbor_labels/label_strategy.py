@@ -34,6 +34,7 @@ class NeighborLabelStrategy(Strategy):
     dataplane = "neighbor_labels"
     Params = LabelParams
     scope = "topology"
+    cell_invariant = True
 
     def model(self) -> NeighborLabelsDataPlane:
         """The ``neighbor_labels`` program compiled with this strategy's label format."""

@@ -141,6 +141,8 @@ class MixedParams(StackParams):
 
 @register_strategy
 class Mixed(StackStrategy):
+    #: with groups=all/subsets the state depends on the topology only (:meth:`state_scope`)
+    cell_invariant = True
     name = "mixed"
     kind = "mixed"
     Params = MixedParams
@@ -184,6 +186,10 @@ class Mixed(StackStrategy):
                      if len(topology.ports(s)) <= self.params.mcgroup_max_ports)
 
     # -- control plane -------------------------------------------------------
+    def state_scope(self) -> Literal["topology", "publisher", "receivers"]:
+        """"topology" unless ``groups=used`` (then the installed groups are the receivers')."""
+        return "receivers" if self.params.groups == "used" else "topology"
+
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         self.check_widths(topology)
         p = self.params

@@ -80,6 +80,7 @@ class SwitchBitmask(StackStrategy):
     summary = "preorder switch/bitmask stack, one entry per tree switch, reactive pruning"
     #: The rules depend on the topology only (runners install once per cell).
     scope = "topology"
+    cell_invariant = True
 
     def check_widths(self, topology: Topology) -> None:
         super().check_widths(topology)

@@ -161,6 +161,8 @@ def group_count(n: int, c: int) -> int:
 
 @register_strategy
 class SwitchMcgroup(StackStrategy):
+    #: with groups=all/subsets the state depends on the topology only (:meth:`state_scope`)
+    cell_invariant = True
     name = "switch-mcgroup"
     kind = "mcgroup"
     Params = SwitchMcgroupParams
@@ -189,6 +191,10 @@ class SwitchMcgroup(StackStrategy):
             check_ports(topology, self.params.group_bits, f"group_bits={self.params.group_bits}")
 
     # -- control plane -------------------------------------------------------
+    def state_scope(self) -> Literal["topology", "publisher", "receivers"]:
+        """"topology" unless ``groups=used`` (then the installed groups are the receivers')."""
+        return "receivers" if self.params.groups == "used" else "topology"
+
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         self.check_widths(topology)
         p = self.params

@@ -88,6 +88,7 @@ class SwitchPort(StackStrategy):
     summary = "preorder switch/port label stack, one entry per output port (P4-Pub/Sub)"
     #: The rules depend on the topology only (runners install once per cell).
     scope = "topology"
+    cell_invariant = True
 
     def pruning(self) -> Pruning:
         """The ``pruning`` parameter (predictive by default, as evaluated in the thesis)."""

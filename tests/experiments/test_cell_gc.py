@@ -18,13 +18,13 @@ CELL = Cell(experiment="gc-test", topology="fattree:k=4", strategy="switch-bitma
 
 def test_cells_collect_cycles_rarely_and_restore_the_thresholds(monkeypatch):
     seen = []
-    inner = pipeline._cell_rows
+    inner = pipeline._cell_table
 
     def spy(*args, **kwargs):
         seen.append(gc.get_threshold())
         return inner(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_cell_rows", spy)
+    monkeypatch.setattr(pipeline, "_cell_table", spy)
     before = gc.get_threshold()
     assert len(pipeline.cell_rows(CELL)) == 4
     assert seen == [RUN_GC_THRESHOLDS] and gc.get_threshold() == before
@@ -32,7 +32,7 @@ def test_cells_collect_cycles_rarely_and_restore_the_thresholds(monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("a failing cell")
 
-    monkeypatch.setattr(pipeline, "_cell_rows", fail)
+    monkeypatch.setattr(pipeline, "_cell_table", fail)
     with pytest.raises(RuntimeError):
         pipeline.cell_rows(CELL)
     assert gc.get_threshold() == before

@@ -88,6 +88,20 @@ def layout(p):
     return pubs, subs
 
 
+def test_moves_are_drawn_when_a_level_needs_them_and_as_if_drawn_at_once():
+    """The migration plan has its own generator: drawn late (after the 0 % layout, the
+    controller's view and receiver draws) it equals the plan drawn first."""
+    late = pop("clustered:scenario=distant,churn=0", seed=4)[1]
+    first = pop("clustered:scenario=distant,churn=0", seed=4)[1]
+    eager = list(first.moves)
+    late.controller_view()
+    late.receivers(late.publishers[0], child_rng(4, "n", 0))
+    assert late.migration._moves is None  # nothing at 0 % needed them
+    assert late.moves == eager and len(eager) == len(late.pub_hosts) + len(late.subs)
+    moved = pop("clustered:scenario=distant,churn=30", seed=4)[1]
+    assert layout(moved) != layout(late) and moved.moves == eager
+
+
 def test_churn_levels_are_nested_and_keep_the_layout_seed():
     spec = "clustered:scenario=nearby,churn={}"
     levels = [0, 10, 40, 100]

@@ -45,7 +45,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, Delivery, row_metrics
-from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.fast_path import ColumnFastPath, FastPath
 from sim.dataplanes.neighbor_labels.destinations_walk import DestinationsFastPath
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.seeds import child_rng
@@ -190,6 +190,20 @@ def fast_metrics(fast: FastPath, publishers: list[str], receiver_sets: list[froz
     return fast.metrics(publishers, receiver_sets, payload_bytes)
 
 
+def column_metrics(fast: FastPath, topo: Topology, publishers: list[str],
+                   receiver_sets: list[frozenset[str]], payload_bytes: int
+                   ) -> list[dict[str, Any] | None] | None:
+    """:meth:`ColumnFastPath.metric_columns` of the notifications by host index, as rows
+    (None: the fast path has no column form)."""
+    if not isinstance(fast, ColumnFastPath):
+        return None
+    index = {h: i for i, h in enumerate(topo.hosts)}
+    flat = [index[h] for rs in receiver_sets for h in sorted(rs)]
+    offsets = np.cumsum([0, *map(len, receiver_sets)])
+    return fast.metric_columns(np.array([index[p] for p in publishers], np.intp), offsets,
+                               np.array(flat, np.intp), payload_bytes).rows()
+
+
 def implementations(fast: FastPath) -> list[FastPath]:
     """``fast`` in each of its implementations (those it lists, else itself)."""
     names = getattr(fast, "implementations", (fast.impl,))
@@ -301,10 +315,14 @@ def check_case(name: str, data: Any) -> None:
         event(f"{name}: {'declined' if got is None else 'compared'}")
         if ref is None or got is None:
             assert got is None and metrics is None, variant.impl
+            assert column_metrics(variant, topo, [publisher], [receivers], payload_bytes) in (
+                None, [None]), variant.impl
             if ref is not None and type(fast) in DECLINES_ONLY:
                 assert DECLINES_ONLY[type(fast)](receivers, ref), variant.impl
             continue
         assert metrics is not None, variant.impl
+        assert column_metrics(variant, topo, [publisher], [receivers], payload_bytes) in (
+            None, [metrics]), variant.impl
         assert got.switches == ref.switches, variant.impl
         assert got.links == ref.links, variant.impl
         assert got.first_arrival_s == ref.first_arrival_s, variant.impl
@@ -435,6 +453,7 @@ def test_batch_equals_one_by_one(impl, seed, kind, count):
     assert together == [fast.metrics([p], [r], 50)[0] for p, r in zip(pubs, sets, strict=True)]
     assert together == fast.using("numpy").metrics(pubs, sets, 50)
     assert sum(m is not None for m in together) == sum(bool(r) for r in sets)
+    assert column_metrics(fast, topo, pubs, sets, 50) == together  # by host index
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -448,6 +467,22 @@ def test_batches_split_where_they_like(impl, monkeypatch):
     whole = fast.metrics(pubs, sets, 50)
     monkeypatch.setattr(tree_walk, "BATCH", 4)
     assert fast.metrics(pubs, sets, 50) == whole
+    assert column_metrics(fast, topo, pubs, sets, 50) == whole
+
+
+def test_column_form_declines_what_the_named_form_declines():
+    """By host index: no receivers, or the publisher among them (the names of
+    :meth:`TreeWalkFastPath.metrics`: also anything that is no host)."""
+    topo = random_topology(8, 3, 2, hosts=2)
+    fast = _tree_walk("switch-bitmask", {}, topo, "numpy")
+    h = topo.hosts
+    pubs, sets = [h[0], h[1], h[2], h[3]], [frozenset(), frozenset(h[1:4]), frozenset(h[4:6]),
+                                            frozenset(h[:2])]
+    got = column_metrics(fast, topo, pubs, sets, 50)
+    assert got is not None and [m is None for m in got] == [True, True, False, False]
+    assert got == fast.metrics(pubs, sets, 50)
+    assert fast.metrics([h[0], "nobody"], [frozenset({topo.switches[0]}), frozenset(h[1:2])],
+                        50) == [None, None]
 
 
 def test_oversized_and_uncovered_go_to_the_reference():

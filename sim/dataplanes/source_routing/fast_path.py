@@ -76,8 +76,8 @@ from typing import Any, Literal
 import numpy as np
 
 from sim.dataplanes.control_state import ControlState
-from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
-from sim.dataplanes.fast_path import Encoder
+from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, Delivery, SwitchCount
+from sim.dataplanes.fast_path import Encoder, MetricColumns
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from sim.dataplanes.source_routing.codec import StackLayout
 from sim.dataplanes.source_routing.fast_path_entries import (
@@ -198,6 +198,14 @@ def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Enc
     return TreeWalkFastPath(topology, shape, delays, encode, impl)
 
 
+def _segments(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Positions ``offsets[r]`` .. ``offsets[r + 1] - 1`` of each ``r`` of ``runs``, in order."""
+    lengths = offsets[runs + 1] - offsets[runs]
+    ends = np.cumsum(lengths)
+    return np.repeat(offsets[runs] - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends)
+                                                                             else 0)
+
+
 @dataclass(frozen=True, slots=True)
 class _Receivers:
     """Receivers of a batch: global node indices, notification after notification."""
@@ -266,7 +274,8 @@ class TreeWalkFastPath:
         self.entry_tables = (EntryTables(topology, self.tables, shape.subsets, shape.mc_switches)
                              if shape.walk in ("mcgroup", "mixed") else None)
         self._gid = self.tables.gid
-        self._hosts = frozenset(topology.hosts)
+        self._host_index = {h: i for i, h in enumerate(topology.hosts)}
+        self._per_host: tuple[np.ndarray, np.ndarray] | None = None
         self._buffers: dict[str, np.ndarray] = {}
 
     @property
@@ -289,49 +298,61 @@ class TreeWalkFastPath:
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
                 payload_bytes: int) -> list[dict[str, Any] | None]:
         """Row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`) per notification;
-        None where the reference must run (see the module docstring). Batches of
-        :data:`BATCH` notifications share the numpy work."""
-        out: list[dict[str, Any] | None] = []
-        for a in range(0, len(publishers), BATCH):
-            out.extend(self._metrics(publishers[a:a + BATCH], receiver_sets[a:a + BATCH],
-                                     payload_bytes))
-        return out
+        None where the reference must run (see the module docstring).
+        :meth:`metric_columns` of the same notifications by host index."""
+        return self.metric_columns(*self._host_indices(publishers, receiver_sets),
+                                   payload_bytes).rows()
 
-    def _metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
-                 payload_bytes: int) -> list[dict[str, Any] | None]:
-        ok, roots, recv, pub_delay = self._inputs(publishers, receiver_sets)
-        out: list[dict[str, Any] | None] = [None] * len(publishers)
-        if not ok:
-            return out
-        b = self._run(roots, recv, pub_delay, payload_bytes)
-        fam = self.shape
-        hdr = fam.size_bytes + fam.entry_bytes * b.entries
-        fits = ((hdr + payload_bytes <= fam.frame_limit) & (b.entries <= fam.max_entries)).tolist()
-        starts = b.starts
-        worst = np.maximum.reduceat(np.where(b.node >= self.tables.n_switches, b.t, -np.inf),
-                                    starts)
-        sums = [np.add.reduceat(a, starts).tolist()
-                for a in (b.frame_bytes, b.passes, b.recirculations, b.lookups, b.simplified)]
-        frames = np.diff(np.append(starts, len(b.node))).tolist()  # tree edges + access link
-        max_passes = np.maximum.reduceat(b.passes, starts).tolist()
-        entries, hdr_l, pub_bytes = b.entries.tolist(), hdr.tolist(), b.pub_bytes.tolist()
-        worst_ms = (worst * 1e3).tolist()
-        n_recvs = recv.counts.tolist()
-        for j, i in enumerate(ok):
-            if not fits[j]:
-                continue
-            n_recv = n_recvs[j]
-            out[i] = {
-                "delivered": n_recv, "false_positives": 0,
-                "false_negatives": len(receiver_sets[i]) - n_recv, "duplicates": 0,
-                "header_entries": entries[j], "header_bytes": hdr_l[j], "packets_sent": 1,
-                "frames": frames[j], "bytes": sums[0][j] + pub_bytes[j], "passes": sums[1][j],
-                "recirculations": sums[2][j], "lookups": sums[3][j],
-                "circulations_simplified": sums[4][j], "max_switch_passes": max_passes[j],
-                "delay_worst_ms": worst_ms[j],
-                "link_false_positives": 0,  # a pruned tree: every used link leads to a receiver
-            }
-        return out
+    def metric_columns(self, publishers: np.ndarray, offsets: np.ndarray,
+                       receivers: np.ndarray, payload_bytes: int) -> MetricColumns:
+        """Row metrics of notification ``i``, from host ``publishers[i]`` to the distinct
+        hosts ``receivers[offsets[i]:offsets[i + 1]]`` (indices into
+        ``topology.hosts``), one array per metric
+        (:class:`~sim.dataplanes.fast_path.MetricColumns`). Declined: no
+        receivers, the publisher among them, or a stack or frame too large.
+
+        The notifications the walk takes run in batches of :data:`BATCH`,
+        grouped by publisher switch (their tree-table rows stay in cache);
+        each notification's figures are its own, whatever its batch.
+        """
+        n = len(publishers)
+        counts = np.diff(offsets)
+        run_of = np.repeat(np.arange(n), counts)
+        own = np.zeros(n, bool)
+        own[run_of[receivers == publishers[run_of]]] = True
+        host_root, host_delay = self._host_tables()
+        roots = host_root[publishers]
+        todo = np.flatnonzero((counts > 0) & ~own)
+        todo = todo[np.argsort(roots[todo], kind="stable")]
+        taken = np.zeros(n, bool)
+        cols = {k: np.zeros(n, np.float64 if k == "delay_worst_ms" else np.int64)
+                for k in METRIC_KEYS}
+        fam, n_sw = self.shape, self.tables.n_switches
+        for a in range(0, len(todo), BATCH):
+            sel = todo[a:a + BATCH]
+            recv = _Receivers(n_sw + receivers[_segments(offsets, sel)], counts[sel])
+            b = self._run(roots[sel], recv, host_delay[publishers[sel]], payload_bytes)
+            hdr = fam.size_bytes + fam.entry_bytes * b.entries
+            fits = (hdr + payload_bytes <= fam.frame_limit) & (b.entries <= fam.max_entries)
+            starts, at = b.starts, sel[fits]
+            taken[at] = True
+            worst = np.maximum.reduceat(np.where(b.node >= n_sw, b.t, -np.inf), starts)
+            cols["packets_sent"][at] = 1
+            for key, values in (
+                    ("delivered", recv.counts), ("header_entries", b.entries),
+                    ("header_bytes", hdr),
+                    ("frames", np.diff(np.append(starts, len(b.node)))),  # tree edges + access
+                    ("bytes", np.add.reduceat(b.frame_bytes, starts) + b.pub_bytes),
+                    ("passes", np.add.reduceat(b.passes, starts)),
+                    ("recirculations", np.add.reduceat(b.recirculations, starts)),
+                    ("lookups", np.add.reduceat(b.lookups, starts)),
+                    ("circulations_simplified", np.add.reduceat(b.simplified, starts)),
+                    ("max_switch_passes", np.maximum.reduceat(b.passes, starts)),
+                    ("delay_worst_ms", worst * 1e3)):
+                cols[key][at] = values[fits]
+        # false positives/negatives, duplicates and link waste stay 0: a pruned tree
+        # reaches exactly the receivers, and every used link leads to one
+        return MetricColumns(taken, cols)
 
     def delivery(self, state: ControlState, notification: Notification,
                  receivers: frozenset[str], payload: bytes) -> Delivery | None:
@@ -339,8 +360,10 @@ class TreeWalkFastPath:
         where the reference must run. The encoding is the strategy's own encoder's."""
         if self.metrics([notification.publisher], [receivers], len(payload))[0] is None:
             return None
-        _, roots, recv, pub_delay = self._inputs([notification.publisher], [receivers])
-        b = self._run(roots, recv, pub_delay, len(payload))
+        pubs, offsets, flat = self._host_indices([notification.publisher], [receivers])
+        host_root, host_delay = self._host_tables()
+        recv = _Receivers(self.tables.n_switches + flat, np.diff(offsets))
+        b = self._run(host_root[pubs], recv, host_delay[pubs], len(payload))
         names, n_sw = self.tables.names, self.tables.n_switches
         pub = notification.publisher
         encoding = self.encode(self.topology, state, notification, receivers, payload)
@@ -362,27 +385,32 @@ class TreeWalkFastPath:
         return out
 
     # -- internals --------------------------------------------------------------
-    def _inputs(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]]
-                ) -> tuple[list[int], np.ndarray, _Receivers, np.ndarray]:
-        """Indices of the notifications the fast path takes, their root rows,
-        receivers (global node indices) and access-link delays."""
-        topo, gid, hosts = self.topology, self._gid, self._hosts
-        ok: list[int] = []
-        roots: list[int] = []
+    def _host_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per host (topology order): the tree-table row of its switch, its access-link delay."""
+        if self._per_host is None:
+            topo, gid = self.topology, self._gid
+            self._per_host = (
+                np.array([gid[topo.host_switch(h)] for h in topo.hosts], np.intp),
+                np.array([topo.ports(h)[1].link.delay_s for h in topo.hosts], np.float64))
+        return self._per_host
+
+    def _host_indices(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Publishers, offsets and receivers by host index (:meth:`metric_columns`' form);
+        a notification naming anything but hosts gets no receivers (declined: the
+        reference runs it)."""
+        index = self._host_index
+        n = len(publishers)
+        pubs = np.zeros(n, np.intp)
+        counts = np.zeros(n + 1, np.intp)
         flat: list[int] = []
-        counts: list[int] = []
-        delay: list[float] = []
         for i, (pub, rs) in enumerate(zip(publishers, receiver_sets, strict=True)):
-            if not rs or pub in rs or pub not in hosts or not rs <= hosts:
-                continue  # nothing to send; the publisher or a non-host receiving: reference
-            ids = list(map(gid.__getitem__, rs))
-            ok.append(i)
-            roots.append(gid[topo.host_switch(pub)])
-            flat.extend(ids)
-            counts.append(len(ids))
-            delay.append(topo.ports(pub)[1].link.delay_s)
-        recv = _Receivers(np.asarray(flat, np.intp), np.asarray(counts, np.intp))
-        return ok, np.asarray(roots, np.intp), recv, np.asarray(delay, np.float64)
+            p = index.get(pub)
+            if p is not None and rs <= index.keys():
+                pubs[i] = p
+                flat.extend(map(index.__getitem__, rs))
+                counts[i + 1] = len(rs)
+        return pubs, np.cumsum(counts), np.asarray(flat, np.intp)
 
     def _run(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
              payload_bytes: int) -> _Batch:
