@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import networkx as nx
+import pytest
 from hypothesis import given
 from support.random_topologies import scenarios
 
 from sim.dataplanes.trees import (
+    _bfs_compiled,
     bfs_next_hops,
     bfs_parents,
     hop_distances,
@@ -71,12 +73,15 @@ def test_children_are_in_port_order_and_spanning_tree_covers_all():
         assert ports == sorted(ports)
 
 
-@given(scenarios())
-def test_bfs_next_hops_is_the_bfs_parents_tree_as_arrays(case):
+@pytest.mark.parametrize("impl", ["jit", "numpy"])
+@given(case=scenarios())
+def test_bfs_next_hops_is_the_bfs_parents_tree_as_arrays(impl, case):
+    if impl == "jit" and _bfs_compiled() is None:
+        pytest.skip("numba not installed (or STACKCAST_NO_JIT=1)")
     topo, pub, _ = case
     sw = topo.switches
     for r in {0, sw.index(topo.host_switch(pub)), len(sw) - 1}:
-        parent, port, delay = bfs_next_hops(topo, r)
+        parent, port, delay = bfs_next_hops(topo, r, impl)
         par = bfs_parents(topo, sw[r])
         want = [-1] * len(sw), [0] * len(sw), [0.0] * len(sw)
         for child, up in par.items():
