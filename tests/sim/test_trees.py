@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import given
 from support.random_topologies import scenarios
@@ -109,3 +110,32 @@ def test_shortest_path_flows_equal_one_builder_rule_per_switch_and_destination(c
     for s in topo.switches:
         a, b = got.config(s), want.config(s)
         assert dict(a.tables) == dict(b.tables) and not a.multicast_groups
+
+
+@given(scenarios())
+def test_hop_distances_are_the_bfs_hops_compiled_and_interpreted(case):
+    """Both ways to fill the matrix give networkx's hop counts (-1: unreachable)."""
+    from sim.dataplanes.l2.fast_path_kernels import compiled
+    from sim.dataplanes.trees import distance_kernel, distance_rows, switch_adjacency
+
+    topo, _, _ = case
+    sw = topo.switches
+    g = nx.Graph()
+    g.add_nodes_from(sw)
+    g.add_edges_from((lk.a, lk.b) for lk in topo.links if lk.a in g and lk.b in g)
+    want = np.full((len(sw), len(sw)), -1, np.int32)
+    for a, lengths in nx.all_pairs_shortest_path_length(g):
+        for b, d in lengths.items():
+            want[sw.index(a), sw.index(b)] = d
+    index, dist = hop_distances(topo)
+    assert index == {s: i for i, s in enumerate(sw)}
+    assert np.array_equal(dist, want)
+    python = np.full_like(want, -1)
+    distance_rows(topo, index, python)
+    assert np.array_equal(python, want)
+    kernel = compiled("trees.distance_kernel", distance_kernel)
+    if kernel is not None:
+        adj = switch_adjacency(topo)
+        jit = np.full_like(want, -1)
+        kernel(adj.start, adj.nb, jit, np.empty(len(sw), np.int64))
+        assert np.array_equal(jit, want)
