@@ -474,3 +474,7 @@ def _interrupted(args: argparse.Namespace) -> int:
         os._exit(EXIT_INTERRUPTED)
     return EXIT_INTERRUPTED
 
+
+
+if __name__ == "__main__":  # python -m experiments.cli.main (what the console script runs)
+    raise SystemExit(main())
