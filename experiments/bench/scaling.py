@@ -7,9 +7,9 @@ through :func:`experiments.cells.pipeline.cell_rows`, the path every runner
 takes (topology, install, fast path or reference, rows). The parent waits
 for the child with :func:`os.wait4` and reports the child's maximum resident
 set size (``ru_maxrss``: the whole process, interpreter and numba included),
-its wall time, ``run_s`` (the cell alone, imports excluded) and the load
-average before and after (the machine may be shared: wall times are upper
-bounds). Topologies: ``jellyfish:switches=N,degree=4,seed=1`` for each
+its wall time and CPU time (``cpu_s``, user + system: what a shared machine's
+load does not inflate), ``run_s`` (the cell's wall time, imports excluded)
+and the load average before and after. Topologies: ``jellyfish:switches=N,degree=4,seed=1`` for each
 ``N`` of ``sizes``, and ``fattree:k=48`` (27,648 hosts) for
 :data:`FATTREE_STRATEGIES`. Parameters (:func:`strategy_params`): ``id_bits=16``
 where a strategy has it (8 bits name at most 255 switches), 64-bit port
@@ -160,6 +160,7 @@ def measure(topology: str, strategy: str, notifications: int, timeout_s: float =
                            "receivers": receivers_of(topology, strategy),
                            "params": strategy_params(strategy),
                            "max_rss_mb": usage.ru_maxrss / 1024.0,
+                           "cpu_s": usage.ru_utime + usage.ru_stime,
                            "load": [load_before, os.getloadavg()[0]]}
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     if lines:
@@ -217,13 +218,16 @@ def run_scaling(sizes: Sequence[int] = SIZES, strategies: Iterable[str] | None =
 
 
 def verdict(rec: dict[str, Any]) -> str:
-    """One cell of the table: ``RSS MB, wall s`` and the verdict against the target."""
+    """One cell of the table: ``RSS MB, wall s (CPU s)`` and the verdict against the
+    target."""
+    cpu = f" ({rec['cpu_s']:,.0f} s CPU)" if "cpu_s" in rec else ""
     if rec["status"] == "timeout":
-        return f"timeout after {rec['wall_s']:,.0f} s ({rec['max_rss_mb']:,.0f} MB so far)"
+        return (f"timeout after {rec['wall_s']:,.0f} s{cpu}, "
+                f"{rec['max_rss_mb']:,.0f} MB so far")
     if rec["status"] == "refused":
         return "refused"
     mark = "ok" if rec["target_met"] else "OVER"
-    return f"{rec['max_rss_mb']:,.0f} MB, {rec['wall_s']:,.0f} s {mark}"
+    return f"{rec['max_rss_mb']:,.0f} MB, {rec['wall_s']:,.0f} s{cpu} {mark}"
 
 
 def _column(topology: str) -> str:
@@ -243,7 +247,8 @@ def format_scaling(result: dict[str, Any]) -> str:
     lines = [f"{result['notifications']} notifications per cell; receivers "
              f"{result['receivers']} (fat tree: {result.get('fattree_receivers', '-')}, "
              "content filters and subscriber-built trees: their own model); "
-             f"verdict: ok = max RSS at most {target:,.0f} MB, OVER = more", "",
+             f"verdict: ok = max RSS at most {target:,.0f} MB, OVER = more; "
+             "wall time (CPU time of the process)", "",
              "| strategy | " + " | ".join(columns) + " |",
              "| --- |" + " --- |" * len(columns)]
     refusals: dict[str, list[str]] = {}

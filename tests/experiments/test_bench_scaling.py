@@ -39,6 +39,7 @@ def test_runs_resume_from_the_file_and_the_table_has_a_verdict(tmp_path) -> None
     assert unicast["status"] == "ok" and unicast["rows"] == 2 and unicast["target_met"]
     assert 10 < unicast["max_rss_mb"] < scaling.RSS_TARGET_MB
     assert unicast["wall_s"] >= unicast["run_s"] > 0 and len(unicast["load"]) == 2
+    assert 0 < unicast["cpu_s"]
     assert elmo["status"] == "refused" and "three-tier Clos" in elmo["error"]
     assert elmo["target_met"] is None
     assert len(ticks) == 2 and len(scaling.read_records(out)) == 2
@@ -48,7 +49,7 @@ def test_runs_resume_from_the_file_and_the_table_has_a_verdict(tmp_path) -> None
     assert again["runs"] == first["runs"] and len(out.read_text().splitlines()) == 2
     table = scaling.format_scaling(first)
     assert f"| strategy | {TINY} switches |" in table
-    assert f"| unicast | {unicast['max_rss_mb']:,.0f} MB, " in table and " s ok |" in table
+    assert f"| unicast | {unicast['max_rss_mb']:,.0f} MB, " in table and " s CPU) ok |" in table
     assert "| elmo | refused |" in table
     assert f"- elmo on {TINY} switches: SpecError:" in table
 
@@ -62,8 +63,9 @@ def test_a_run_over_its_time_is_killed_and_reported() -> None:
 
 
 def test_verdict_marks_runs_over_the_target() -> None:
-    over = {"status": "ok", "max_rss_mb": 5000.0, "wall_s": 12.0, "target_met": False}
-    assert scaling.verdict(over) == "5,000 MB, 12 s OVER"
+    over = {"status": "ok", "max_rss_mb": 5000.0, "wall_s": 12.0, "cpu_s": 9.4,
+            "target_met": False}
+    assert scaling.verdict(over) == "5,000 MB, 12 s (9 s CPU) OVER"
 
 
 @pytest.mark.slow
