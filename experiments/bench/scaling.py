@@ -21,12 +21,14 @@ receivers) a switch-bitmask stack is 12 kB per subtree of the root.
 
 A strategy that refuses a topology (a header width it cannot fit, a
 topology without the roles it needs) exits with its one-line error,
-reported as ``refused``; a run over ``timeout_s`` is killed and reported as
-``timeout``. Runs go one after another; with ``out`` each record is
-appended to a JSON-lines file as it finishes and a rerun with the same file
-skips the runs it holds (resume). Targets (issue 16 item 3): at most
-:data:`RSS_TARGET_MB` for every strategy that accepts the 4,000-switch
-jellyfish, and fattree:k=48 loads and runs :data:`FATTREE_STRATEGIES`.
+reported as ``refused``; a run over ``timeout_s`` of wall time is killed and
+reported as ``timeout``, one over ``cpu_limit_s`` of CPU time (``RLIMIT_CPU``:
+on a shared machine the fairer bound) as ``cpu-limit``. Runs go one after
+another; with ``out`` each record is appended to a JSON-lines file as it
+finishes and a rerun with the same file skips the runs it holds (resume).
+Targets (issue 16 item 3): at most :data:`RSS_TARGET_MB` for every strategy
+that accepts the 4,000-switch jellyfish, and fattree:k=48 loads and runs
+:data:`FATTREE_STRATEGIES`.
 :func:`format_scaling` prints the strategy x size table with a verdict per
 cell.
 
@@ -35,8 +37,10 @@ Nothing here runs in the default test run's timing; figures depend on the machin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,15 +134,18 @@ def run_one(topology: str, strategy: str, notifications: int) -> dict[str, Any]:
     return {"rows": len(cell_rows(cell))}
 
 
-def measure(topology: str, strategy: str, notifications: int, timeout_s: float = TIMEOUT_S
-            ) -> dict[str, Any]:
-    """Run one (topology, strategy) in a child process: its status, max RSS (MB), wall (s)."""
+def measure(topology: str, strategy: str, notifications: int, timeout_s: float = TIMEOUT_S,
+            cpu_limit_s: float | None = None) -> dict[str, Any]:
+    """Run one (topology, strategy) in a child process: its status, max RSS (MB), wall
+    and CPU time (s)."""
     cmd = [sys.executable, "-m", "experiments.bench.scaling", topology, strategy,
            str(notifications)]
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True,
+                                preexec_fn=None if cpu_limit_s is None
+                                else functools.partial(_limit_cpu, cpu_limit_s))
         status = ""
         while True:  # reap the child ourselves: os.wait4 gives its own rusage
             pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -153,24 +160,37 @@ def measure(topology: str, strategy: str, notifications: int, timeout_s: float =
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
+    cpu = usage.ru_utime + usage.ru_stime
+    exit_code = os.waitstatus_to_exitcode(code)
     if not status:
-        status = "ok" if os.waitstatus_to_exitcode(code) == 0 else "refused"
+        over = cpu_limit_s is not None and (
+            exit_code == -signal.SIGXCPU or (exit_code == -signal.SIGKILL and cpu >= cpu_limit_s))
+        status = "ok" if exit_code == 0 else "cpu-limit" if over else "refused"
     rec: dict[str, Any] = {"topology": topology, "strategy": strategy, "status": status,
                            "wall_s": wall, "notifications": notifications,
                            "receivers": receivers_of(topology, strategy),
                            "params": strategy_params(strategy),
                            "max_rss_mb": usage.ru_maxrss / 1024.0,
-                           "cpu_s": usage.ru_utime + usage.ru_stime,
+                           "cpu_s": cpu,
                            "load": [load_before, os.getloadavg()[0]]}
     lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
     if lines:
         rec.update(json.loads(lines[-1]))
     if status == "refused":
         tail = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-        rec["error"] = tail[-1] if tail else f"exit status {code}"
+        rec["error"] = (tail[-1] if tail else f"exit status {exit_code}" if exit_code > 0
+                        else f"killed by {signal.Signals(-exit_code).name}")
     ok = status == "ok"
     rec["target_met"] = (rec["max_rss_mb"] <= RSS_TARGET_MB) if ok else None
     return rec
+
+
+def _limit_cpu(seconds: float) -> None:
+    """In the child before it starts: SIGXCPU after ``seconds`` of CPU, SIGKILL 5 s later."""
+    import resource
+
+    soft = max(1, int(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
 
 
 def planned_runs(sizes: Sequence[int], names: Sequence[str], fattree: bool
@@ -192,7 +212,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def run_scaling(sizes: Sequence[int] = SIZES, strategies: Iterable[str] | None = None,
                 fattree: bool = True, notifications: int = 5, timeout_s: float = TIMEOUT_S,
                 tick: Callable[[dict[str, Any]], None] = lambda rec: None,
-                out: Path | None = None) -> dict[str, Any]:
+                out: Path | None = None, cpu_limit_s: float | None = None
+                ) -> dict[str, Any]:
     """Every (jellyfish size, strategy), then fattree:k=48 for :data:`FATTREE_STRATEGIES`.
 
     ``out``: a JSON-lines file; each record is appended as its run ends, and the
@@ -206,7 +227,7 @@ def run_scaling(sizes: Sequence[int] = SIZES, strategies: Iterable[str] | None =
     for topology, strategy in planned_runs(sizes, names, fattree):
         rec = done.get((topology, strategy, notifications))
         if rec is None:
-            rec = measure(topology, strategy, notifications, timeout_s)
+            rec = measure(topology, strategy, notifications, timeout_s, cpu_limit_s)
             if out is not None:
                 with out.open("a") as f:
                     f.write(json.dumps(rec) + "\n")
@@ -214,15 +235,15 @@ def run_scaling(sizes: Sequence[int] = SIZES, strategies: Iterable[str] | None =
         tick(rec)
     return {"receivers": RECEIVERS, "fattree_receivers": FATTREE_RECEIVERS,
             "notifications": notifications, "rss_target_mb": RSS_TARGET_MB,
-            "timeout_s": timeout_s, "runs": records}
+            "timeout_s": timeout_s, "cpu_limit_s": cpu_limit_s, "runs": records}
 
 
 def verdict(rec: dict[str, Any]) -> str:
     """One cell of the table: ``RSS MB, wall s (CPU s)`` and the verdict against the
     target."""
     cpu = f" ({rec['cpu_s']:,.0f} s CPU)" if "cpu_s" in rec else ""
-    if rec["status"] == "timeout":
-        return (f"timeout after {rec['wall_s']:,.0f} s{cpu}, "
+    if rec["status"] in ("timeout", "cpu-limit"):
+        return (f"{rec['status']} after {rec['wall_s']:,.0f} s{cpu}, "
                 f"{rec['max_rss_mb']:,.0f} MB so far")
     if rec["status"] == "refused":
         return "refused"

@@ -35,13 +35,16 @@ def _bench_scaling(args: argparse.Namespace) -> int:
         raise CliError(f"--notifications must be >= 1, got {notifications}")
     if not args.timeout_s > 0:
         raise CliError(f"--timeout-s must be > 0, got {args.timeout_s}")
+    if args.cpu_limit_s is not None and not args.cpu_limit_s >= 1:
+        raise CliError(f"--cpu-limit-s must be >= 1, got {args.cpu_limit_s}")
     runs = len(sizes) * len(names) + (
         0 if args.no_fattree else sum(s in names for s in FATTREE_STRATEGIES))
     with tqdm(total=runs, desc="bench scaling", unit="run", disable=args.quiet,
               dynamic_ncols=True) as bar:
         result = run_scaling(sizes, names, not args.no_fattree, notifications=notifications,
                              timeout_s=args.timeout_s, tick=lambda rec: bar.update(1),
-                             out=Path(args.out) if args.out else None)
+                             out=Path(args.out) if args.out else None,
+                             cpu_limit_s=args.cpu_limit_s)
     print(json.dumps(result, indent=2) if args.json else format_scaling(result))
     return 0
 

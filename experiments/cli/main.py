@@ -371,6 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--timeout-s", type=float, default=900.0,
                        help="scaling: seconds per (topology, strategy) run, then it is "
                             "killed and reported as a timeout (default 900)")
+    bench.add_argument("--cpu-limit-s", type=float, default=None,
+                       help="scaling: CPU seconds per run, then it is stopped and reported "
+                            "as cpu-limit (default none; fairer than --timeout-s on a busy "
+                            "machine)")
     bench.add_argument("--out", help="scaling: JSON-lines file each run is appended to; a "
                                      "rerun with the same file skips the runs it holds")
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")

@@ -84,9 +84,18 @@ def test_cli_prints_the_table_and_json(tmp_path, capsys) -> None:
 @pytest.mark.parametrize("bad,message", [
     (["--notifications", "0"], "--notifications must be >= 1"),
     (["--timeout-s", "0"], "--timeout-s must be > 0"),
+    (["--cpu-limit-s", "0.5"], "--cpu-limit-s must be >= 1"),
     (["--strategies", "nope"], "unknown strategy 'nope'"),
 ])
 def test_cli_refuses_bad_input(bad, message, capsys) -> None:
     assert main(["bench", "scaling", "--sizes", str(TINY), "--no-fattree", "--quiet",
                  *bad]) != 0
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_run_over_its_cpu_time_is_stopped_and_reported() -> None:
+    rec = scaling.measure(scaling.JELLYFISH.format(n=TINY), "unicast", 2, cpu_limit_s=1)
+    assert rec["status"] == "cpu-limit" and rec["target_met"] is None
+    assert rec["cpu_s"] > 0.5  # the kernel's tick: SIGXCPU comes at about 1 s
+    assert scaling.verdict(rec).startswith("cpu-limit after")
