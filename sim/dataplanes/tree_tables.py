@@ -136,14 +136,16 @@ class TreeTables:
                 self._last_use[k] = self._calls
         return self.slot_of[roots].astype(roots.dtype, copy=False)
 
-    def batches(self, roots: Sequence[int], size: int) -> list[list[int]]:
-        """Positions of a call's notifications (root switch ``roots[i]``, any value for
-        those a caller declines) in batches of at most ``size`` whose roots fit the
-        slots: in order while every switch has a slot, else grouped by root, so each
-        root's row is built at most once per call."""
+    def batches(self, publishers: Sequence[str], size: int) -> list[list[int]]:
+        """Positions of a call's notifications (by publisher) in batches of at most
+        ``size`` whose roots (the publishers' switches) fit the slots: in order while
+        every switch has a slot, else grouped by root, so each root's row is built at
+        most once per call."""
         step = max(1, min(size, self.capacity))
-        order = list(range(len(roots)))
+        order = list(range(len(publishers)))
         if self.capacity < self.n_switches:
+            topo, gid = self.topology, self.gid
+            roots = [gid[topo.host_switch(p)] if topo.is_host(p) else -1 for p in publishers]
             order.sort(key=roots.__getitem__)
         return [order[a:a + step] for a in range(0, len(order), step)]
 

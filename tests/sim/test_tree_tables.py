@@ -161,11 +161,12 @@ def test_default_slots_keep_every_root_of_small_networks_and_bound_large_ones() 
 
 
 def test_batches_group_roots_only_when_rows_are_shared() -> None:
-    topology = load_topology("jellyfish:switches=12,degree=3,seed=1")
+    topology = load_topology("jellyfish:switches=12,degree=3,hosts=2,seed=1")
     roots = [5, 1, 5, 7, 1, 2, 9]
+    pubs = [topology.hosts_of(topology.switches[r])[i % 2] for i, r in enumerate(roots)]
     whole = tt.TreeTables(topology)
-    assert whole.batches(roots, 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert whole.batches(pubs, 3) == [[0, 1, 2], [3, 4, 5], [6]]
     shared = tt.TreeTables(topology, slots=2)
-    assert shared.batches(roots, 3) == [[1, 4], [5, 0], [2, 3], [6]]
-    for batch in shared.batches(roots, 3):
+    assert shared.batches(pubs, 3) == [[1, 4], [5, 0], [2, 3], [6]]
+    for batch in shared.batches(pubs, 3):
         shared.ensure(np.asarray([roots[i] for i in batch]))  # never more roots than slots

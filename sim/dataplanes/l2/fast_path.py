@@ -196,9 +196,7 @@ class WalkFastPath:
         None where the reference must run (see the module docstring)."""
         out: list[dict[str, Any] | None] = [None] * len(publishers)
         frame = ETH_HEADER_BYTES + payload_bytes
-        gid, topo, hosts = self._gid, self.topology, self._hosts
-        roots = [gid[topo.host_switch(p)] if p in hosts else -1 for p in publishers]
-        for batch in self.tree.batches(roots, BATCH):
+        for batch in self.tree.batches(publishers, BATCH):
             ok, args = self._inputs([publishers[i] for i in batch],
                                     [receiver_sets[i] for i in batch])
             if ok:

@@ -300,17 +300,12 @@ class TreeWalkFastPath:
         None where the reference must run (see the module docstring). Batches of
         :data:`BATCH` notifications share the numpy work."""
         out: list[dict[str, Any] | None] = [None] * len(publishers)
-        for batch in self.tables.batches(self._roots_of(publishers), BATCH):
+        for batch in self.tables.batches(publishers, BATCH):
             part = self._metrics([publishers[i] for i in batch],
                                  [receiver_sets[i] for i in batch], payload_bytes)
             for i, m in zip(batch, part, strict=True):
                 out[i] = m
         return out
-
-    def _roots_of(self, publishers: Sequence[str]) -> list[int]:
-        """The root switch (global index) of each publisher; -1 for non-hosts."""
-        gid, topo, hosts = self._gid, self.topology, self._hosts
-        return [gid[topo.host_switch(p)] if p in hosts else -1 for p in publishers]
 
     def _metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
                  payload_bytes: int) -> list[dict[str, Any] | None]:
