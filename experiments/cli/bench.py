@@ -10,9 +10,16 @@ from experiments.cli.errors import CliError
 
 def _bench_scaling(args: argparse.Namespace) -> int:
     """``bench scaling``: peak memory per (topology, strategy), one process each."""
+    from pathlib import Path
+
     from tqdm import tqdm
 
-    from experiments.bench.scaling import all_strategies, format_scaling, run_scaling
+    from experiments.bench.scaling import (
+        FATTREE_STRATEGIES,
+        all_strategies,
+        format_scaling,
+        run_scaling,
+    )
 
     try:
         sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -23,11 +30,21 @@ def _bench_scaling(args: argparse.Namespace) -> int:
     bad = [n for n in names if n not in all_strategies()]
     if bad:
         raise CliError(f"--strategies: unknown strategy {bad[0]!r}")
-    runs = len(sizes) * len(names) + (0 if args.no_fattree else 4)
+    notifications = 5 if args.notifications is None else args.notifications
+    if notifications < 1:
+        raise CliError(f"--notifications must be >= 1, got {notifications}")
+    if not args.timeout_s > 0:
+        raise CliError(f"--timeout-s must be > 0, got {args.timeout_s}")
+    if args.cpu_limit_s is not None and not args.cpu_limit_s >= 1:
+        raise CliError(f"--cpu-limit-s must be >= 1, got {args.cpu_limit_s}")
+    runs = len(sizes) * len(names) + (
+        0 if args.no_fattree else sum(s in names for s in FATTREE_STRATEGIES))
     with tqdm(total=runs, desc="bench scaling", unit="run", disable=args.quiet,
               dynamic_ncols=True) as bar:
-        result = run_scaling(sizes, names, not args.no_fattree, timeout_s=args.timeout_s,
-                             tick=lambda rec: bar.update(1))
+        result = run_scaling(sizes, names, not args.no_fattree, notifications=notifications,
+                             timeout_s=args.timeout_s, tick=lambda rec: bar.update(1),
+                             out=Path(args.out) if args.out else None,
+                             cpu_limit_s=args.cpu_limit_s)
     print(json.dumps(result, indent=2) if args.json else format_scaling(result))
     return 0
 
@@ -48,11 +65,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise CliError(f"--fraction must be in (0, 1], got {args.fraction}")
         if args.reps < 1:
             raise CliError(f"--reps must be >= 1, got {args.reps}")
-        if args.notifications < 1:
-            raise CliError(f"--notifications must be >= 1, got {args.notifications}")
+        static_notifications = 400 if args.notifications is None else args.notifications
+        if static_notifications < 1:
+            raise CliError(f"--notifications must be >= 1, got {static_notifications}")
         suite = run_suite(items, reps=args.reps, fraction=args.fraction,
                           progress=not args.quiet, spark_cells=args.cells,
-                          static_notifications=args.notifications)
+                          static_notifications=static_notifications)
         print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
         return 0
     if args.target == "scaling":

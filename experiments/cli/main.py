@@ -349,8 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--fraction", type=float, default=1.0,
                        help="ch6: run this deterministic fraction of the cells and extrapolate "
                             "(default 1: the whole spec)")
-    bench.add_argument("--notifications", type=int, default=400,
-                       help="static: notifications per fast batch (default 400)")
+    bench.add_argument("--notifications", type=int, default=None,
+                       help="static: notifications per fast batch (default 400); scaling: "
+                            "notifications per cell (default 5)")
     bench.add_argument("--quiet", action="store_true", help="no progress bar")
     bench.add_argument("--topology", help="timed: topology spec (default the 255-switch "
                                           "jellyfish of seed 000 ch. 3)")
@@ -368,7 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-fattree", action="store_true",
                        help="scaling: skip fattree:k=48")
     bench.add_argument("--timeout-s", type=float, default=900.0,
-                       help="scaling: seconds per (topology, strategy) run (default 900)")
+                       help="scaling: seconds per (topology, strategy) run, then it is "
+                            "killed and reported as a timeout (default 900)")
+    bench.add_argument("--cpu-limit-s", type=float, default=None,
+                       help="scaling: CPU seconds per run, then it is stopped and reported "
+                            "as cpu-limit (default none; fairer than --timeout-s on a busy "
+                            "machine)")
+    bench.add_argument("--out", help="scaling: JSON-lines file each run is appended to; a "
+                                     "rerun with the same file skips the runs it holds")
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     bench.set_defaults(func=cmd_bench)

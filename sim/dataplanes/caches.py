@@ -3,7 +3,8 @@
 Memoisation that speeds up the simulator without changing what it computes
 lives in one :class:`Caches` object that callers pass down, never in module
 globals: the data-plane lookup memos, the vectorised table indexes, the
-virtual-tree installs and compiled trees, and the clustered workload plans.
+virtual-tree installs and compiled trees, the clustered workload plans, and
+the per-topology trees and next hops of the tree-walking fast paths.
 Each is a named, bounded LRU :class:`Store` with a documented lifetime.
 
 Keys are values (frozen dataclasses, tuples of them) or the objects
@@ -184,10 +185,18 @@ class Caches:
         tables and work buffers, shared by the cells of a partition (kept to
         a few: a tree walk's buffers are about 256 x nodes x 200 B, 26 MB at
         255 switches, resident as far as used).
+    tree_tables : Store
+        ``Identity(Topology)`` -> the shortest-path trees of its roots laid out
+        for the tree-walking fast paths (:class:`sim.dataplanes.tree_tables.TreeTables`,
+        a bounded number of roots each). Two topologies at most.
+    route_tables : Store
+        ``Identity(Topology)`` -> its unicast next hops towards the switches
+        they were asked for (:class:`sim.dataplanes.l2.fast_path.RouteTables`,
+        ``S x S`` at most). Two topologies at most.
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
-                 "base_states", "cell_states", "fast_paths")
+                 "base_states", "cell_states", "fast_paths", "tree_tables", "route_tables")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -198,6 +207,8 @@ class Caches:
         self.base_states: Store[tuple[Any, ...], Any] = Store("base_states", 32)
         self.cell_states: Store[tuple[Any, ...], Any] = Store("cell_states", 8)
         self.fast_paths: Store[tuple[Any, ...], Any] = Store("fast_paths", 4)
+        self.tree_tables: Store[Identity, Any] = Store("tree_tables", 2)
+        self.route_tables: Store[Identity, Any] = Store("route_tables", 2)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

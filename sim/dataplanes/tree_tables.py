@@ -5,7 +5,8 @@ The fast paths of the tree-walking families (source-routing stacks and hops,
 :mod:`sim.dataplanes.l2.fast_path`) walk the same spanning shortest-path trees
 as the reference engine (:func:`sim.dataplanes.trees.bfs_parents`, children in
 port order as in the stacks of seed 000 §3.2): this module lays them out as
-arrays once per topology.
+arrays, one row per root as notifications need it, in a bounded number of
+rows (:class:`TreeTables`).
 
 References
 ----------
@@ -14,45 +15,80 @@ Seed 000 §3.2 (preorder stacks, port order); digest ch. 1-4 §3.2-3.3.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import lru_cache
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.l2.fast_path_kernels import compiled
 from topologies.model import Topology
 
+#: Bytes of one root's row over all its arrays, per node (5 int32, 1 float64, 1 int64).
+ROW_BYTES_PER_NODE = 5 * 4 + 8 + 8
+#: What the rows may take together before roots share slots (bytes): 3,728 roots of
+#: the 4,000-switch jellyfish (one host per switch), 977 of fattree:k=48's 2,880.
+ROW_BUDGET_BYTES = 1 << 30
+#: Slots at least (where the topology has as many switches): every caller's batch
+#: of notifications has at most this many distinct roots.
+MIN_SLOTS = 256
+
+
+def default_slots(n_switches: int, n_nodes: int) -> int:
+    """Rows kept: every root while they fit :data:`ROW_BUDGET_BYTES`, else as many as
+    fit but at least :data:`MIN_SLOTS` (at most one per switch)."""
+    fit = ROW_BUDGET_BYTES // max(1, ROW_BYTES_PER_NODE * n_nodes)
+    return max(1, min(n_switches, max(MIN_SLOTS, fit)))
+
 
 class TreeTables:
-    """Spanning shortest-path trees (switches and every host) from each root switch.
+    """Spanning shortest-path trees (switches and every host) from root switches.
 
     Nodes are numbered globally (switches ``0..S-1`` in topology order, then
     hosts). Per root, the ``N = S + H`` nodes are laid out in preorder of the
     tree with children in port order (the order of the stacks, seed 000 §3.2),
-    so a subtree is the range ``[i, end[i])``. Arrays are ``(S, N)``, indexed
-    ``[root, preorder number]`` unless noted; a root's row is filled the first
-    time a notification uses it (:meth:`ensure`), by :func:`build_row` (a
-    compiled loop over the topology's adjacency arrays).
+    so a subtree is the range ``[i, end[i])``. Arrays are ``(slots, N)``,
+    indexed ``[slot, preorder number]`` unless noted: :meth:`ensure` maps the
+    roots a batch needs to slots, filling a slot's row by :func:`build_row`
+    (a compiled loop over the topology's adjacency arrays) when its root is not
+    there. With fewer slots than switches (:func:`default_slots`: the rows of
+    a large network would take ``36 N`` B per root, 3.2 GB for every root of
+    fattree:k=48), the least recently used root gives its slot up; a row is
+    always the whole tree of its root, so results never depend on the slots.
 
     Attributes
     ----------
     node : global node index; parent : preorder number of the parent (root:
     -1); end : preorder number after the subtree; depth : hops from the root;
     delay : delay of the link parent -> node (s); is_switch : 1 for switches, 0 for hosts;
-    pos_of : ``[root, global node]`` -> preorder number.
+    pos_of : ``[slot, global node]`` -> preorder number.
+    slot_of : ``[root]`` -> its slot, -1 when it has none; root_of : ``[slot]`` ->
+    its root, -1 while empty.
+
+    Parameters
+    ----------
+    topology : Topology
+    slots : int, optional
+        Rows kept (default :func:`default_slots`).
     """
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, slots: int | None = None) -> None:
         self.topology = topology
         self.names = (*topology.switches, *topology.hosts)
         self.gid = {n: i for i, n in enumerate(self.names)}
         self.n_switches = s = len(topology.switches)
         n = len(self.names)
+        k = default_slots(s, n) if slots is None else slots
+        if k < 1:
+            raise ValueError(f"slots must be >= 1, got {k}")
+        self.capacity = k
         self.node, self.parent, self.end, self.depth, self.pos_of = (
-            np.zeros((s, n), np.int32) for _ in range(5))
-        self.delay = np.zeros((s, n), np.float64)
-        self.is_switch = np.zeros((s, n), np.int64)
-        self.built = np.zeros(s, bool)
+            np.zeros((k, n), np.int32) for _ in range(5))
+        self.delay = np.zeros((k, n), np.float64)
+        self.is_switch = np.zeros((k, n), np.int64)
+        self.slot_of = np.full(s, -1, np.int64)
+        self.root_of = np.full(k, -1, np.int64)
+        self._last_use = np.full(k, -1, np.int64)  # the call that last needed the slot
+        self._calls = 0
         self._adjacency: Adjacency | None = None
         self.kernel = _kernel()  # build_row, compiled where numba is installed
 
@@ -60,20 +96,58 @@ class TreeTables:
     def size(self) -> int:
         return len(self.names)
 
-    def ensure(self, rows: np.ndarray) -> None:
-        """Fill the rows of the roots in ``rows`` that are not built yet."""
-        todo = np.unique(rows[~self.built[rows]]).tolist()
-        if not todo:
-            return
-        if self._adjacency is None:
-            self._adjacency = Adjacency(self.topology, self.gid)
-        adj = self._adjacency
-        for r in todo:
-            self.kernel(r, self.n_switches, adj.bfs_start, adj.bfs_nb, adj.kid_start, adj.kid_nb,
-                   adj.kid_delay, adj.host_parent, self.node[r], self.parent[r], self.end[r],
-                   self.depth[r], self.delay[r], self.pos_of[r], adj.scratch)
-            self.is_switch[r] = self.node[r] < self.n_switches
-            self.built[r] = True
+    def ensure(self, roots: np.ndarray) -> np.ndarray:
+        """The slots holding the trees of ``roots`` (same shape), filled where missing.
+
+        Raises
+        ------
+        ValueError
+            If ``roots`` has more distinct roots than :attr:`capacity`.
+        """
+        roots = np.asarray(roots)
+        self._calls += 1
+        need = np.unique(roots)
+        if len(need) > self.capacity:
+            raise ValueError(f"{len(need)} roots in one call, but the tree tables keep "
+                             f"{self.capacity}")
+        have = self.slot_of[need]
+        self._last_use[have[have >= 0]] = self._calls
+        todo = need[have < 0].tolist()
+        if todo:
+            # empty slots first, then the least recently used (never one of this call)
+            free = np.argsort(self._last_use, kind="stable")[:len(todo)].tolist()
+            if self._adjacency is None:
+                self._adjacency = Adjacency(self.topology, self.gid)
+            adj = self._adjacency
+            for r, k in zip(todo, free, strict=True):
+                old = self.root_of[k]
+                if old >= 0:  # a new root's row starts from zeros, as in a new table
+                    self.slot_of[old] = -1
+                    for a in (self.node, self.parent, self.end, self.depth, self.pos_of,
+                              self.delay):
+                        a[k] = 0
+                self.kernel(r, self.n_switches, adj.bfs_start, adj.bfs_nb, adj.kid_start,
+                            adj.kid_nb, adj.kid_delay, adj.host_parent, self.node[k],
+                            self.parent[k], self.end[k], self.depth[k], self.delay[k],
+                            self.pos_of[k], adj.scratch)
+                self.is_switch[k] = self.node[k] < self.n_switches
+                self.root_of[k] = r
+                self.slot_of[r] = k
+                self._last_use[k] = self._calls
+        return self.slot_of[roots].astype(roots.dtype, copy=False)
+
+    def batches(self, publishers: Sequence[str], size: int) -> list[list[int]]:
+        """Positions of a call's notifications (by publisher) in batches of at most
+        ``size`` whose roots (the publishers' switches) fit the slots: in order while
+        every switch has a slot, else grouped by root, so each root's row is built at
+        most once per call."""
+        step = max(1, min(size, self.capacity))
+        order = list(range(len(publishers)))
+        if self.capacity < self.n_switches:
+            topo, gid = self.topology, self.gid
+            roots = [gid[topo.host_switch(p)] if topo.is_host(p) else -1 for p in publishers]
+            order.sort(key=roots.__getitem__)
+        return [order[a:a + step] for a in range(0, len(order), step)]
 
 
 class Adjacency:
@@ -185,7 +259,9 @@ def _kernel() -> Callable[..., None]:
     return compiled("tree_tables.build_row", build_row) or build_row
 
 
-@lru_cache(maxsize=8)
-def tree_tables(topology: Topology) -> TreeTables:
-    """One table set per topology (topologies are immutable and compare by identity)."""
-    return TreeTables(topology)
+def tree_tables(topology: Topology, caches: Caches | None = None) -> TreeTables:
+    """The table set of ``topology`` kept in ``caches`` (``caches.tree_tables``; a new
+    one without ``caches``)."""
+    if caches is None:
+        return TreeTables(topology)
+    return caches.tree_tables.get_or_make(Identity(topology), lambda: TreeTables(topology))

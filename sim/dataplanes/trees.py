@@ -142,13 +142,81 @@ def switch_adjacency(topology: Topology) -> SwitchAdjacency:
     return SwitchAdjacency(topology)
 
 
-def bfs_next_hops(topology: Topology, root: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bfs_next_hops(topology: Topology, root: int, impl: str = "auto"
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tree of :func:`bfs_parents` from switch index ``root``, as arrays over switches.
 
     Returns ``(parent, port, delay)``: the parent's switch index (-1 for the
     root and unreachable switches), the port of each switch towards its
-    parent (0 there) and that link's delay (s). Level by level in numpy: a
-    level's nodes in the order the FIFO queue of :func:`bfs_parents` takes
+    parent (0 there) and that link's delay (s). ``impl``: "jit" runs
+    :func:`bfs_kernel` compiled by numba (one FIFO breadth-first search over
+    the adjacency arrays, microseconds per thousand switches), "numpy" the
+    search level by level in numpy (:func:`bfs_levels`, the fallback without
+    numba or with ``STACKCAST_NO_JIT=1``), "auto" the first available. Both
+    give the tree of :func:`bfs_parents` (``tests/sim/test_trees.py``).
+    """
+    if impl not in ("auto", "jit", "numpy"):
+        raise ValueError(f"impl must be auto, jit or numpy; got {impl!r}")
+    kernel = _bfs_compiled() if impl != "numpy" else None
+    if kernel is None:
+        if impl == "jit":
+            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
+        return bfs_levels(topology, root)
+    adj = switch_adjacency(topology)
+    n = len(adj.start) - 1
+    parent = np.empty(n, np.int64)
+    port = np.empty(n, np.int64)
+    delay = np.empty(n, np.float64)
+    kernel(root, adj.start, adj.nb, adj.back, adj.delay, parent, port, delay,
+           np.empty(n, np.int64))
+    return parent, port, delay
+
+
+def bfs_kernel(root: int, start: np.ndarray, nb: np.ndarray, back: np.ndarray,
+               link_delay: np.ndarray, parent: np.ndarray, port: np.ndarray,
+               delay: np.ndarray, queue: np.ndarray) -> None:
+    """Fill ``parent``, ``port`` and ``delay`` (:func:`bfs_next_hops`) from switch ``root``
+    over the arrays of a :class:`SwitchAdjacency` (plain Python that numba compiles).
+
+    The search of :func:`bfs_parents`: a FIFO queue, each node's neighbours in
+    port-map order, the first to reach a node is its parent. ``queue`` is a work
+    array of at least one entry per switch.
+    """
+    n = start.shape[0] - 1
+    for i in range(n):
+        parent[i] = -2  # not reached yet
+        port[i] = 0
+        delay[i] = 0.0
+    parent[root] = -1
+    queue[0] = root
+    head, tail = 0, 1
+    while head < tail:
+        x = queue[head]
+        head += 1
+        for e in range(start[x], start[x + 1]):
+            y = nb[e]
+            if parent[y] != -2:
+                continue
+            parent[y] = x
+            port[y] = back[e]
+            delay[y] = link_delay[e]
+            queue[tail] = y
+            tail += 1
+    for i in range(n):
+        if parent[i] == -2:
+            parent[i] = -1
+
+
+def _bfs_compiled() -> Callable[..., None] | None:
+    from sim.dataplanes.l2.fast_path_kernels import compiled
+
+    return compiled("trees.bfs_kernel", bfs_kernel)
+
+
+def bfs_levels(topology: Topology, root: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bfs_next_hops` level by level in numpy (no compiler needed).
+
+    A level's nodes in the order the FIFO queue of :func:`bfs_parents` takes
     them, each node's neighbours in port order, the first to reach a node is
     its parent, so the tree is the same.
     """
@@ -265,12 +333,52 @@ def spanning_tree(topology: Topology, root: str) -> Tree:
     return _build(root, parent, topology)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=4)
 def hop_distances(topology: Topology) -> tuple[dict[str, int], np.ndarray]:
-    """All-pairs switch hop distances: (switch -> row index, int32 matrix)."""
+    """All-pairs switch hop distances: (switch -> row index, int32 matrix; -1: unreachable).
+
+    One breadth-first search per switch: compiled (:func:`distance_kernel`) where
+    numba is installed, else :func:`distance_rows` in Python (64 MB and seconds
+    at 4,000 switches compiled; minutes interpreted).
+    """
     index = {s: i for i, s in enumerate(topology.switches)}
     n = len(index)
     dist = np.full((n, n), -1, dtype=np.int32)
+    adj = switch_adjacency(topology)
+    from sim.dataplanes.l2.fast_path_kernels import compiled
+
+    kernel = compiled("trees.distance_kernel", distance_kernel)
+    if kernel is None:
+        distance_rows(topology, index, dist)
+    else:
+        kernel(adj.start, adj.nb, dist, np.empty(n, np.int64))
+    return index, dist
+
+
+def distance_kernel(start: np.ndarray, nb: np.ndarray, dist: np.ndarray,
+                    queue: np.ndarray) -> None:
+    """Fill ``dist[i, j]`` (all -1 on entry) with the hops from switch ``i`` to ``j``
+    over the arrays of a :class:`SwitchAdjacency` (plain Python that numba compiles)."""
+    n = start.shape[0] - 1
+    for i in range(n):
+        row = dist[i]
+        row[i] = 0
+        queue[0] = i
+        head, tail = 0, 1
+        while head < tail:
+            x = queue[head]
+            head += 1
+            d = row[x] + 1
+            for e in range(start[x], start[x + 1]):
+                y = nb[e]
+                if row[y] < 0:
+                    row[y] = d
+                    queue[tail] = y
+                    tail += 1
+
+
+def distance_rows(topology: Topology, index: Mapping[str, int], dist: np.ndarray) -> None:
+    """:func:`distance_kernel` with dicts and deques (no compiler needed)."""
     for s, i in index.items():
         dist[i, i] = 0
         queue = deque([s])
@@ -282,7 +390,6 @@ def hop_distances(topology: Topology) -> tuple[dict[str, int], np.ndarray]:
                 if j is not None and dist[i, j] < 0:
                     dist[i, j] = d
                     queue.append(info.neighbor)
-    return index, dist
 
 
 def steiner_tree(topology: Topology, root: str, targets: Iterable[str]) -> Tree:

@@ -299,7 +299,7 @@ class _AlmBase(Strategy):
         walk = {AlmAll: "alm-all", AlmFork: "alm-fork", AlmMcGroup: "alm-mcgroup"}.get(type(self))
         if walk is None:
             return None
-        return alm_fast_path(topology, delays, self.encode, walk)
+        return alm_fast_path(topology, delays, self.encode, walk, caches=self.caches)
 
     # -- sim.engines.static.BrokerHost ------------------------------------------------
     def broker_ports(self, topology: Topology, state: ControlState) -> Mapping[str, int]:

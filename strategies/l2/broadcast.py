@@ -39,7 +39,7 @@ class Broadcast(L2Strategy):
         """The broadcast walk of :mod:`sim.dataplanes.l2.fast_path`; not for subclasses."""
         if type(self) is not Broadcast:
             return None
-        return l2_fast_path(topology, delays, self.encode, "broadcast")
+        return l2_fast_path(topology, delays, self.encode, "broadcast", caches=self.caches)
 
     def destinations(self, topology: Topology, state: ControlState, notification: Notification,
                      receivers: frozenset[str]) -> tuple[int, ...]:

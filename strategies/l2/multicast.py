@@ -60,7 +60,7 @@ class Multicast(L2Strategy):
         only); not for subclasses."""
         if type(self) is not Multicast or self.params.tree != "spt":
             return None
-        return l2_fast_path(topology, delays, self.encode, "multicast")
+        return l2_fast_path(topology, delays, self.encode, "multicast", caches=self.caches)
 
     def destinations(self, topology: Topology, state: ControlState, notification: Notification,
                      receivers: frozenset[str]) -> tuple[int, ...]:

@@ -37,7 +37,7 @@ class Unicast(L2Strategy):
         """The unicast walk of :mod:`sim.dataplanes.l2.fast_path`; not for subclasses."""
         if type(self) is not Unicast:
             return None
-        return l2_fast_path(topology, delays, self.encode, "unicast")
+        return l2_fast_path(topology, delays, self.encode, "unicast", caches=self.caches)
 
     def destinations(self, topology: Topology, state: ControlState, notification: Notification,
                      receivers: frozenset[str]) -> tuple[int, ...]:

@@ -67,7 +67,8 @@ class Hops(NeighborLabelStrategy):
             return None
         return hops_fast_path(topology, delays, self.encode, fmt=label_format(self.params),
                               frame_limit=frame_limit(self.params.mtu_bytes,
-                                                      self.params.on_oversize))
+                                                      self.params.on_oversize),
+                              caches=self.caches)
 
     def stacks(self, topology: Topology, fmt: LabelFormat, publisher: str,
                receivers: frozenset[str]) -> Stacks:

@@ -352,7 +352,8 @@ class StackStrategy(Strategy):
         return source_routing_fast_path(
             topology, delays, self.encode, layout=self.layout, kind=kind, pruning=pruning,
             stack_size=self.stack_size,
-            frame_limit=frame_limit(self.params.mtu_bytes, self.params.on_oversize), **walk)
+            frame_limit=frame_limit(self.params.mtu_bytes, self.params.on_oversize),
+            caches=self.caches, **walk)
 
     def tree_for(self, topology: Topology, publisher: str, receivers: Iterable[str]
                  ) -> Tree | None:

@@ -503,3 +503,46 @@ def test_oversized_and_uncovered_go_to_the_reference():
         assert make_strategy(name, params).fast_path(topo, DelayModel()) is None, name
     with pytest.raises(ValueError, match="impl must be auto, jit or numpy"):
         _tree_walk("switch-bitmask", {}, topo, "cuda")
+
+
+# -- tree tables with fewer rows than roots ---------------------------------------------
+
+#: Every fast path that walks the tree tables (sim/dataplanes/tree_tables.py).
+TABLE_WALKS = [*TREE_WALKS, ("broadcast", {}), ("multicast", {}), ("alm-all", {}),
+               ("alm-fork", {}), ("alm-mcgroup", {})]
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), kind=st.sampled_from(TABLE_WALKS), count=st.integers(1, 12))
+def test_fewer_tree_table_rows_than_roots_change_nothing(slots, seed, kind, count):
+    """With ``slots`` rows for the trees of many publishers' switches (roots take
+    each other's rows, batches shrink to fit), metrics and deliveries equal those
+    with a row for every root, in every implementation."""
+    from sim.dataplanes import tree_tables as tt
+
+    topo = random_topology(14, 6, seed, hosts=2)
+    rng = np.random.default_rng(seed)
+    pubs = [topo.hosts[int(i)] for i in rng.integers(len(topo.hosts), size=count)]
+    sets = [frozenset(h for h in topo.hosts if h != p and rng.random() < 0.4) for p in pubs]
+
+    def run() -> list[Any]:
+        strategy = make_strategy(*kind)  # its own Caches: tables built afresh
+        fast = strategy.fast_path(topo, DelayModel())
+        assert fast is not None
+        out: list[Any] = [tt.tree_tables(topo, fast.caches).capacity]  # the tables it uses
+        for variant in implementations(fast):
+            out.append(variant.metrics(pubs, sets, 50))
+            for i, (p, r) in enumerate(zip(pubs, sets, strict=True)):
+                note = Notification(i, p)
+                state = strategy.install(topo, Knowledge.for_notification(p, r))
+                out.append(variant.delivery(state, note, r, payload_for(note, 50)))
+        return out
+
+    full, *want = run()
+    assert full == len(topo.switches)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tt, "default_slots", lambda n_switches, n_nodes: slots)
+        bounded, *got = run()
+    assert bounded == slots
+    assert got == want

@@ -64,21 +64,30 @@ def readable_row(topology: Topology, r: int) -> dict[str, np.ndarray]:
     return out
 
 
-def assert_rows_equal(topology: Topology, tables: tt.TreeTables) -> None:
-    tables.ensure(np.arange(len(topology.switches)))
-    for r in range(len(topology.switches)):
+def assert_rows_equal(topology: Topology, tables: tt.TreeTables,
+                      roots: np.ndarray | None = None) -> None:
+    """The rows of ``roots`` (default: every switch) after one :meth:`ensure` call."""
+    if roots is None:
+        roots = np.arange(len(topology.switches))
+    slots = tables.ensure(roots)
+    assert slots.shape == roots.shape
+    for r, k in zip(roots.tolist(), slots.tolist(), strict=True):
+        assert tables.root_of[k] == r and tables.slot_of[r] == k
         want = readable_row(topology, r)
         for name, values in want.items():
-            got = getattr(tables, name)[r]
+            got = getattr(tables, name)[k]
             assert np.array_equal(got, values), (r, name)
-        assert np.array_equal(tables.is_switch[r], want["node"] < len(topology.switches))
+        assert np.array_equal(tables.is_switch[k], want["node"] < len(topology.switches))
 
 
-def with_delays(topology: Topology, seed: int) -> Topology:
-    """``topology`` with a distinct delay on every link (they are 0 by default)."""
+def with_delays(topology: Topology, seed: int, cut: float = 0.0) -> Topology:
+    """``topology`` with a distinct delay on every link (they are 0 by default) and,
+    with ``cut``, about that fraction of its switch-to-switch links removed (parts of
+    the network then cannot reach each other)."""
     rng = np.random.default_rng(seed)
     links = tuple(dataclasses.replace(lk, delay_s=float(rng.integers(1, 1000)) * 1e-6)
-                  for lk in topology.links)
+                  for lk in topology.links
+                  if topology.is_host(lk.a) or topology.is_host(lk.b) or rng.random() >= cut)
     return Topology(name=f"{topology.name},delays={seed}", switches=topology.switches,
                     hosts=topology.hosts, links=links, node_attrs=topology.node_attrs)
 
@@ -112,3 +121,52 @@ def test_rows_equal_the_readable_build(impl: str, spec: str, seed: int) -> None:
 def test_rows_on_a_zoo_network_with_uneven_links() -> None:
     topology = with_delays(load_topology("zoo:Dfn"), 7)
     assert_rows_equal(topology, tt.TreeTables(topology))
+
+
+@settings(max_examples=25, deadline=None)
+@given(spec=SPECS, seed=st.integers(0, 2**32 - 1), cut=st.sampled_from([0.0, 0.5]),
+       slots=st.integers(1, 4),
+       calls=st.lists(st.lists(st.integers(0, 10**6), min_size=1, max_size=6), min_size=1,
+                      max_size=12))
+def test_fewer_slots_than_roots_still_give_every_root_its_own_row(
+        spec: str, seed: int, cut: float, slots: int, calls: list[list[int]]) -> None:
+    """With ``slots`` rows for more roots, each call's roots get their exact rows: a
+    reused slot is rebuilt from zeros (what a root cannot reach stays 0, as in a new
+    table), and no root of the call gives its slot up to another."""
+    try:
+        topology = with_delays(load_topology(spec), seed, cut)
+    except SpecError:
+        assume(False)
+    s = len(topology.switches)
+    tables = tt.TreeTables(topology, slots=slots)
+    assert tables.capacity == slots
+    for call in calls:
+        roots = np.asarray([x % s for x in call], np.int64)
+        if len(np.unique(roots)) > slots:
+            with pytest.raises(ValueError, match="roots in one call"):
+                tables.ensure(roots)
+            continue
+        assert_rows_equal(topology, tables, roots)
+        assert (tables.slot_of >= 0).sum() == (tables.root_of >= 0).sum() <= slots
+
+
+def test_default_slots_keep_every_root_of_small_networks_and_bound_large_ones() -> None:
+    row = tt.ROW_BYTES_PER_NODE
+    assert tt.default_slots(255, 510) == 255
+    for s, n in [(2880, 2880 + 27648), (4000, 8000)]:  # fattree:k=48, jellyfish 4,000
+        k = tt.default_slots(s, n)
+        assert tt.MIN_SLOTS <= k < s and k * n * row <= tt.ROW_BUDGET_BYTES
+    assert tt.default_slots(50_000, 10**6) == tt.MIN_SLOTS  # beyond the budget: the floor
+    assert tt.default_slots(10, 10**9) == 10
+
+
+def test_batches_group_roots_only_when_rows_are_shared() -> None:
+    topology = load_topology("jellyfish:switches=12,degree=3,hosts=2,seed=1")
+    roots = [5, 1, 5, 7, 1, 2, 9]
+    pubs = [topology.hosts_of(topology.switches[r])[i % 2] for i, r in enumerate(roots)]
+    whole = tt.TreeTables(topology)
+    assert whole.batches(pubs, 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    shared = tt.TreeTables(topology, slots=2)
+    assert shared.batches(pubs, 3) == [[1, 4], [5, 0], [2, 3], [6]]
+    for batch in shared.batches(pubs, 3):
+        shared.ensure(np.asarray([roots[i] for i in batch]))  # never more roots than slots

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
+import pytest
 from hypothesis import given
 from support.random_topologies import scenarios
 
 from sim.dataplanes.trees import (
+    _bfs_compiled,
     bfs_next_hops,
     bfs_parents,
     hop_distances,
@@ -71,12 +74,15 @@ def test_children_are_in_port_order_and_spanning_tree_covers_all():
         assert ports == sorted(ports)
 
 
-@given(scenarios())
-def test_bfs_next_hops_is_the_bfs_parents_tree_as_arrays(case):
+@pytest.mark.parametrize("impl", ["jit", "numpy"])
+@given(case=scenarios())
+def test_bfs_next_hops_is_the_bfs_parents_tree_as_arrays(impl, case):
+    if impl == "jit" and _bfs_compiled() is None:
+        pytest.skip("numba not installed (or STACKCAST_NO_JIT=1)")
     topo, pub, _ = case
     sw = topo.switches
     for r in {0, sw.index(topo.host_switch(pub)), len(sw) - 1}:
-        parent, port, delay = bfs_next_hops(topo, r)
+        parent, port, delay = bfs_next_hops(topo, r, impl)
         par = bfs_parents(topo, sw[r])
         want = [-1] * len(sw), [0] * len(sw), [0.0] * len(sw)
         for child, up in par.items():
@@ -104,3 +110,32 @@ def test_shortest_path_flows_equal_one_builder_rule_per_switch_and_destination(c
     for s in topo.switches:
         a, b = got.config(s), want.config(s)
         assert dict(a.tables) == dict(b.tables) and not a.multicast_groups
+
+
+@given(scenarios())
+def test_hop_distances_are_the_bfs_hops_compiled_and_interpreted(case):
+    """Both ways to fill the matrix give networkx's hop counts (-1: unreachable)."""
+    from sim.dataplanes.l2.fast_path_kernels import compiled
+    from sim.dataplanes.trees import distance_kernel, distance_rows, switch_adjacency
+
+    topo, _, _ = case
+    sw = topo.switches
+    g = nx.Graph()
+    g.add_nodes_from(sw)
+    g.add_edges_from((lk.a, lk.b) for lk in topo.links if lk.a in g and lk.b in g)
+    want = np.full((len(sw), len(sw)), -1, np.int32)
+    for a, lengths in nx.all_pairs_shortest_path_length(g):
+        for b, d in lengths.items():
+            want[sw.index(a), sw.index(b)] = d
+    index, dist = hop_distances(topo)
+    assert index == {s: i for i, s in enumerate(sw)}
+    assert np.array_equal(dist, want)
+    python = np.full_like(want, -1)
+    distance_rows(topo, index, python)
+    assert np.array_equal(python, want)
+    kernel = compiled("trees.distance_kernel", distance_kernel)
+    if kernel is not None:
+        adj = switch_adjacency(topo)
+        jit = np.full_like(want, -1)
+        kernel(adj.start, adj.nb, jit, np.empty(len(sw), np.int64))
+        assert np.array_equal(jit, want)

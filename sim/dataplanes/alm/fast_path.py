@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.dataplanes.caches import Caches, or_fresh
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.fast_path import Encoder
 from sim.dataplanes.l2 import fast_path_kernels as kernels
@@ -290,6 +291,8 @@ class AlmFastPath(WalkFastPath):
         The strategy's encoder, for the encoding in :meth:`delivery`.
     impl : {"auto", "jit", "python"}
         As in :class:`sim.dataplanes.l2.fast_path.L2FastPath`.
+    caches : Caches, optional
+        Where the tree and route tables of ``topology`` are kept.
     """
 
     walks = ALM_WALKS
@@ -297,8 +300,7 @@ class AlmFastPath(WalkFastPath):
     def _kernel(self, args: dict[str, np.ndarray], out_m: np.ndarray, out_t: np.ndarray,
                 detail: int, tr_i: np.ndarray, tr_t: np.ndarray) -> None:
         d, routes, t = self.delays, self.routes, self.tree
-        rows = args["roots"]
-        t.ensure(rows)
+        rows = t.ensure(args["roots"])  # the roots' slots in the tree tables
         routes.ensure_all()  # messages head for any switch (its broker or hosts)
         n = t.size
         self.kernel("overlay", overlay_kernel)(
@@ -312,9 +314,10 @@ class AlmFastPath(WalkFastPath):
 
 
 def alm_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, walk: str,
-                  impl: str = "auto") -> AlmFastPath | None:
+                  impl: str = "auto", caches: Caches | None = None) -> AlmFastPath | None:
     """The fast path of an ALM variant on ``topology``, or None where it does not apply
-    (a disconnected network)."""
-    if not route_tables(topology).connected:
+    (a disconnected network). ``caches``: where the per-topology tables are kept."""
+    caches = or_fresh(caches)
+    if not route_tables(topology, caches).connected:
         return None
-    return AlmFastPath(topology, walk, delays, encode, impl)
+    return AlmFastPath(topology, walk, delays, encode, impl, caches)

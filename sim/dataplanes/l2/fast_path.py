@@ -47,11 +47,11 @@ property-tested against the pass-by-pass model).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, broker_node
 from sim.dataplanes.fast_path import Encoder
@@ -77,7 +77,8 @@ class RouteTables:
     parent of ``sw`` in the BFS tree of ``home``, ties to the lowest name,
     :func:`sim.dataplanes.trees.next_hop_port`) and ``nd[home, sw]`` that
     link's delay (s); a row is filled the first time a notification needs it
-    (:meth:`ensure`).
+    (:meth:`ensure`; the rows of other switches are zeros, never read, and take
+    no memory until filled).
     """
 
     def __init__(self, topology: Topology) -> None:
@@ -89,7 +90,7 @@ class RouteTables:
                                 np.int64)
         self.host_delay = np.array([topology.ports(h)[1].link.delay_s for h in topology.hosts],
                                    np.float64)
-        self.nh = np.full((s, s), -1, np.int64)
+        self.nh = np.zeros((s, s), np.int64)
         self.nd = np.zeros((s, s), np.float64)
         self.built = np.zeros(s, bool)
         self.all_built = False
@@ -119,10 +120,12 @@ class RouteTables:
         return broker_node(topo.switches[g - s - h])
 
 
-@lru_cache(maxsize=8)
-def route_tables(topology: Topology) -> RouteTables:
-    """One route table set per topology (topologies are immutable and compare by identity)."""
-    return RouteTables(topology)
+def route_tables(topology: Topology, caches: Caches | None = None) -> RouteTables:
+    """The route tables of ``topology`` kept in ``caches`` (``caches.route_tables``; new
+    ones without ``caches``)."""
+    if caches is None:
+        return RouteTables(topology)
+    return caches.route_tables.get_or_make(Identity(topology), lambda: RouteTables(topology))
 
 
 def available_impls() -> tuple[str, ...]:
@@ -143,7 +146,7 @@ class WalkFastPath:
     ordered = False
 
     def __init__(self, topology: Topology, walk: str, delays: DelayModel, encode: Encoder,
-                 impl: str = "auto") -> None:
+                 impl: str = "auto", caches: Caches | None = None) -> None:
         if walk not in self.walks:
             raise ValueError(f"walk must be one of {', '.join(self.walks)}; got {walk!r}")
         if impl not in ("auto", *IMPLS):
@@ -156,8 +159,9 @@ class WalkFastPath:
         self.walk = walk
         self.delays = delays
         self.encode = encode
-        self.tree = tree_tables(topology)
-        self.routes = route_tables(topology)
+        self.caches = or_fresh(caches)  # where the tables live (shared with using())
+        self.tree = tree_tables(topology, self.caches)
+        self.routes = route_tables(topology, self.caches)
         self._gid = self.tree.gid
         self._hosts = frozenset(topology.hosts)
         self._buffers: dict[str, np.ndarray] = {}
@@ -174,7 +178,7 @@ class WalkFastPath:
 
     def using(self, impl: str) -> WalkFastPath:
         """The same fast path computed by implementation ``impl``."""
-        return type(self)(self.topology, self.walk, self.delays, self.encode, impl)
+        return type(self)(self.topology, self.walk, self.delays, self.encode, impl, self.caches)
 
     def kernel(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Kernel ``fn`` in this fast path's implementation."""
@@ -190,18 +194,17 @@ class WalkFastPath:
                 payload_bytes: int) -> list[dict[str, Any] | None]:
         """Row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`) per notification;
         None where the reference must run (see the module docstring)."""
-        out: list[dict[str, Any] | None] = []
+        out: list[dict[str, Any] | None] = [None] * len(publishers)
         frame = ETH_HEADER_BYTES + payload_bytes
-        for a in range(0, len(publishers), BATCH):
-            pubs, sets = publishers[a:a + BATCH], receiver_sets[a:a + BATCH]
-            ok, args = self._inputs(pubs, sets)
-            part: list[dict[str, Any] | None] = [None] * len(pubs)
+        for batch in self.tree.batches(publishers, BATCH):
+            ok, args = self._inputs([publishers[i] for i in batch],
+                                    [receiver_sets[i] for i in batch])
             if ok:
                 m, t = self._run(args, detail=False)
                 rows, worst = m.tolist(), (t * 1e3).tolist()
                 for j, i in enumerate(ok):
-                    part[i] = _row(rows[j], worst[j], len(sets[i]), frame)
-            out.extend(part)
+                    k = batch[i]
+                    out[k] = _row(rows[j], worst[j], len(receiver_sets[k]), frame)
         return out
 
     def delivery(self, state: ControlState, notification: Notification,
@@ -321,13 +324,15 @@ class L2FastPath(WalkFastPath):
     impl : {"auto", "jit", "python"}
         The numba kernels, the same kernels interpreted, or "auto" (numba
         when installed).
+    caches : Caches, optional
+        Where the tree and route tables of ``topology`` are kept.
     """
 
     walks = L2_WALKS
 
     def __init__(self, topology: Topology, walk: str, delays: DelayModel, encode: Encoder,
-                 impl: str = "auto") -> None:
-        super().__init__(topology, walk, delays, encode, impl)
+                 impl: str = "auto", caches: Caches | None = None) -> None:
+        super().__init__(topology, walk, delays, encode, impl, caches)
         self.needs_receivers = walk != "broadcast"
         self.ordered = walk == "unicast"
         self._host_gids = np.arange(self.routes.n_switches,
@@ -345,8 +350,7 @@ class L2FastPath(WalkFastPath):
                 d.feed_in_s, d.switch_s, d.pass_s, out_m, out_t, detail, tr_i, tr_t)
             return
         t = self.tree
-        rows = args["roots"]
-        t.ensure(rows)
+        rows = t.ensure(args["roots"])  # the roots' slots in the tree tables
         n = t.size
         self.kernel("tree", kernels.tree_kernel)(
             int(self.walk == "broadcast"), t.parent, t.delay, t.is_switch, t.node, t.pos_of,
@@ -356,9 +360,11 @@ class L2FastPath(WalkFastPath):
 
 
 def l2_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, walk: str,
-                 impl: str = "auto") -> L2FastPath | None:
+                 impl: str = "auto", caches: Caches | None = None) -> L2FastPath | None:
     """The fast path of an L2 baseline on ``topology``, or None where it does not apply
-    (a disconnected network: the reference's install raises there)."""
-    if not route_tables(topology).connected:
+    (a disconnected network: the reference's install raises there). ``caches``: where
+    the per-topology tables are kept (the strategy's)."""
+    caches = or_fresh(caches)
+    if not route_tables(topology, caches).connected:
         return None
-    return L2FastPath(topology, walk, delays, encode, impl)
+    return L2FastPath(topology, walk, delays, encode, impl, caches)

@@ -219,16 +219,11 @@ class DestinationsFastPath:
                 topology.port_to(topology.host_switch(h), h)].link.delay_s
              for h in topology.hosts], np.float64)
         self.pub_delay = {h: topology.ports(h)[1].link.delay_s for h in topology.hosts}
-        self.nxt = np.full((s, s), -1, np.int64)
+        # rows of the switches with receivers, filled by _ensure (zeros, never read, until
+        # then: the pages of rows never filled stay unallocated)
+        self.nxt = np.zeros((s, s), np.int64)
         self.link_delay = np.zeros((s, s), np.float64)
         self._built = np.zeros(s, bool)
-        self._edge_delay = np.zeros((s, s), np.float64)
-        for sw in topology.switches:
-            for info in topology.ports(sw).values():
-                if not topology.is_host(info.neighbor):
-                    port = topology.port_to(sw, info.neighbor)
-                    self._edge_delay[self.gid[sw], self.gid[info.neighbor]] = (
-                        topology.ports(sw)[port].link.delay_s)
         self._gslot = np.full(len(self.names), -1, np.int64)
         self._acc = np.zeros(s, np.int64)
 
@@ -345,10 +340,9 @@ class DestinationsFastPath:
     def _ensure(self, homes: np.ndarray) -> None:
         """Next hops towards each switch in ``homes`` (rows of :attr:`nxt`)."""
         for h in np.unique(homes[~self._built[homes]]).tolist():
-            parent, _, _ = bfs_next_hops(self.topology, h)
+            parent, _, delay = bfs_next_hops(self.topology, h)  # delay: link to the parent
             self.nxt[h] = parent
-            self.link_delay[h] = self._edge_delay[np.arange(len(parent)),
-                                                  np.maximum(parent, 0)]
+            self.link_delay[h] = delay
             self._built[h] = True
 
     def _run(self, roots: np.ndarray, ids: np.ndarray, counts: np.ndarray,

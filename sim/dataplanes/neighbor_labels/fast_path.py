@@ -15,6 +15,7 @@ digest ch. 1-4 §3.6, §7.11, §7.16.
 
 from __future__ import annotations
 
+from sim.dataplanes.caches import Caches
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.fast_path import Encoder
 from sim.dataplanes.source_routing.fast_path import StackWalk, TreeWalkFastPath
@@ -23,8 +24,8 @@ from topologies.model import Topology
 
 
 def hops_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, *,
-                   fmt: LabelFormat, frame_limit: int, impl: str = "auto"
-                   ) -> TreeWalkFastPath | None:
+                   fmt: LabelFormat, frame_limit: int, impl: str = "auto",
+                   caches: Caches | None = None) -> TreeWalkFastPath | None:
     """The fast path of neighbour-label stacks of format ``fmt`` on ``topology``.
 
     Parameters
@@ -39,6 +40,8 @@ def hops_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, *,
         Largest header + payload in bytes (the MTU policy's).
     impl : {"auto", "jit", "numpy"}
         As in :class:`~sim.dataplanes.source_routing.fast_path.TreeWalkFastPath`.
+    caches : Caches, optional
+        Where the tree tables of ``topology`` are kept (the strategy's).
 
     Returns
     -------
@@ -50,4 +53,4 @@ def hops_fast_path(topology: Topology, delays: DelayModel, encode: Encoder, *,
         return None
     shape = StackWalk(walk="hops", size_bytes=fmt.size_bytes, entry_bytes=fmt.label_bytes,
                       max_entries=fmt.max_entries, frame_limit=frame_limit)
-    return TreeWalkFastPath(topology, shape, delays, encode, impl)
+    return TreeWalkFastPath(topology, shape, delays, encode, impl, caches)

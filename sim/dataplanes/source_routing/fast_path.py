@@ -75,6 +75,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sim.dataplanes.caches import Caches, or_fresh
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, Delivery, SwitchCount
 from sim.dataplanes.fast_path import Encoder, MetricColumns
@@ -156,7 +157,8 @@ def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Enc
                              frame_limit: int, impl: str = "auto", subsets: int = 1,
                              fallback: Literal["bitmask", "port"] = "bitmask",
                              predictive: tuple[bool, bool, bool] = (False, False, False),
-                             mc_switches: frozenset[str] = frozenset()) -> TreeWalkFastPath:
+                             mc_switches: frozenset[str] = frozenset(),
+                             caches: Caches | None = None) -> TreeWalkFastPath:
     """The fast path of a switch/bitmask, switch/port, switch/mc-group or mixed stack
     in preorder of the shortest-path tree, children in port order.
 
@@ -185,6 +187,8 @@ def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Enc
         As in :class:`TreeWalkFastPath`.
     subsets, fallback, predictive, mc_switches
         mcgroup and mixed stacks: as in :class:`StackWalk`.
+    caches : Caches, optional
+        Where the tree tables of ``topology`` are kept (the strategy's).
 
     The caller has checked that the widths address ``topology`` (the
     reference raises the same error per notification otherwise).
@@ -195,7 +199,7 @@ def source_routing_fast_path(topology: Topology, delays: DelayModel, encode: Enc
                       max_entries=min(layout.max_entries, stack_size), frame_limit=frame_limit,
                       subsets=subsets, fallback=fallback, predictive=predictive,
                       mc_switches=mc_switches)
-    return TreeWalkFastPath(topology, shape, delays, encode, impl)
+    return TreeWalkFastPath(topology, shape, delays, encode, impl, caches)
 
 
 def _segments(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
@@ -254,10 +258,12 @@ class TreeWalkFastPath:
     impl : {"auto", "jit", "numpy"}
         "jit" (the numba kernel of :mod:`sim.dataplanes.source_routing.fast_path_jit`),
         "numpy", or "auto" (the kernel when numba is there).
+    caches : Caches, optional
+        Where the tree tables of ``topology`` are kept.
     """
 
     def __init__(self, topology: Topology, shape: StackWalk, delays: DelayModel,
-                 encode: Encoder, impl: str = "auto") -> None:
+                 encode: Encoder, impl: str = "auto", caches: Caches | None = None) -> None:
         from sim.dataplanes.source_routing.fast_path_jit import batch_kernel
 
         if impl not in ("auto", "jit", "numpy"):
@@ -270,7 +276,8 @@ class TreeWalkFastPath:
         self.shape = shape
         self.delays = delays
         self.encode = encode
-        self.tables = tree_tables(topology)
+        self.caches = or_fresh(caches)  # where the tables live (shared with using())
+        self.tables = tree_tables(topology, self.caches)
         self.entry_tables = (EntryTables(topology, self.tables, shape.subsets, shape.mc_switches)
                              if shape.walk in ("mcgroup", "mixed") else None)
         self._gid = self.tables.gid
@@ -292,7 +299,8 @@ class TreeWalkFastPath:
 
     def using(self, impl: str) -> TreeWalkFastPath:
         """The same fast path computed by implementation ``impl``."""
-        return TreeWalkFastPath(self.topology, self.shape, self.delays, self.encode, impl)
+        return TreeWalkFastPath(self.topology, self.shape, self.delays, self.encode, impl,
+                                self.caches)
 
     # -- public API -------------------------------------------------------------
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
@@ -328,8 +336,9 @@ class TreeWalkFastPath:
         cols = {k: np.zeros(n, np.float64 if k == "delay_worst_ms" else np.int64)
                 for k in METRIC_KEYS}
         fam, n_sw = self.shape, self.tables.n_switches
-        for a in range(0, len(todo), BATCH):
-            sel = todo[a:a + BATCH]
+        step = min(BATCH, self.tables.capacity)  # roots of a batch fit the tree tables
+        for a in range(0, len(todo), step):
+            sel = todo[a:a + step]
             recv = _Receivers(n_sw + receivers[_segments(offsets, sel)], counts[sel])
             b = self._run(roots[sel], recv, host_delay[publishers[sel]], payload_bytes)
             hdr = fam.size_bytes + fam.entry_bytes * b.entries
@@ -412,9 +421,9 @@ class TreeWalkFastPath:
                 counts[i + 1] = len(rs)
         return pubs, np.cumsum(counts), np.asarray(flat, np.intp)
 
-    def _run(self, rows: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
+    def _run(self, roots: np.ndarray, recv: _Receivers, pub_delay: np.ndarray,
              payload_bytes: int) -> _Batch:
-        self.tables.ensure(rows)
+        rows = self.tables.ensure(roots)  # the roots' slots in the tree tables
         if self.entry_tables is not None:
             self.entry_tables.ensure(rows)
         if self.impl == "jit":

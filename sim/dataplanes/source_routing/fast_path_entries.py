@@ -78,10 +78,11 @@ class EntryTables:
     ----------
     is_mc : (N,) int64
         1 for the mc-group switches of a mixed stack (global node index).
-    block : (S, N) int64
-        ``[root, preorder number]`` -> port block (of ``subsets``) of the link
+    block : (slots, N) int64
+        ``[slot, preorder number]`` -> port block (of ``subsets``) of the link
         from the node's parent to it at the parent; 0 for roots and when
-        ``subsets == 1``. Rows are filled by :meth:`ensure`.
+        ``subsets == 1``; a row per slot of the tree tables, filled by
+        :meth:`ensure` for the root the slot holds.
     """
 
     def __init__(self, topology: Topology, tables: TreeTables, subsets: int,
@@ -92,8 +93,8 @@ class EntryTables:
         self.is_mc = np.zeros(n, np.int64)
         for s in mc_switches:
             self.is_mc[tables.gid[s]] = 1
-        self.block = np.zeros((tables.n_switches, n), np.int64)
-        self._built = np.zeros(tables.n_switches, bool)
+        self.block = np.zeros((tables.capacity, n), np.int64)
+        self._root = np.full(tables.capacity, -1, np.int64)  # root of each block row
         self._keys = np.zeros(0, np.int64)
         self._vals = np.zeros(0, np.int64)
         if subsets > 1:
@@ -110,17 +111,20 @@ class EntryTables:
             self._vals = np.asarray(vals, np.int64)[order]
 
     def ensure(self, rows: np.ndarray) -> None:
-        """Fill the block rows of the roots in ``rows`` (their tree rows must be built)."""
+        """Fill the block rows of the slots ``rows`` of the tree tables (as
+        :meth:`TreeTables.ensure` returned them) for the roots they hold."""
         if self.subsets == 1:
             return
         t, n = self.tables, self.tables.size
-        for r in np.unique(rows[~self._built[rows]]).tolist():
+        stale = np.unique(rows)
+        stale = stale[self._root[stale] != t.root_of[stale]]
+        for r in stale.tolist():
             par = t.parent[r]
             up = t.node[r][np.maximum(par, 0)].astype(np.int64)
             keys = up * n + t.node[r]
             at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
             self.block[r] = np.where(par >= 0, self._vals[at], 0)
-            self._built[r] = True
+            self._root[r] = t.root_of[r]
 
 
 @dataclass(frozen=True, slots=True)
