@@ -129,7 +129,8 @@ class StoredTree(VirtualTreeModel, Strategy):
         check_receivers(pub, receivers)
         if not receivers:
             return Encoding(())
-        tree_id = stored_tree_ids(self.caches, topology, state).get((pub, receivers))
+        tree_id = stored_tree_ids(self.caches, topology, state).get(
+            (pub, receivers)) if isinstance(receivers, frozenset) else None
         if tree_id is None:
             key = tree_key(pub, receivers)
             try:

@@ -38,6 +38,14 @@ memoised model's, keyed by the configuration object) and ``extract_port``
 answers are asked of the installed table itself, so nothing is assumed about
 which ports a mask selects.
 
+:meth:`VirtualTreeFastPath.delivery` is that walk in Python.
+:meth:`VirtualTreeFastPath.metrics` computes the row metrics of the same walk
+without building a delivery: the strategy's encoder, then the kernel of
+:mod:`~sim.dataplanes.virtual_tree.walk_kernel` over the installed tables laid
+out as arrays once per state (:mod:`~sim.dataplanes.virtual_tree.walk_tables`),
+compiled by numba (``impl="jit"``) or interpreted (``impl="python"``);
+``walk_metrics`` is the walk alone on encodings made beforehand.
+
 Declined (``None``, the reference runs and raises what it raises): an
 encoding the strategy's encoder rejects, a publisher that is not a host, a stack with
 a repeated label, a switch whose ``check_hop`` / ``check_tree`` /
@@ -214,11 +222,8 @@ class VirtualTreeFastPath:
         self.fmt = fmt
         self.caches = or_fresh(caches)
         self._hosts = frozenset(topology.hosts)
-        # node -> port -> (neighbour, neighbour port, link delay)
-        self._links: dict[str, dict[int, tuple[str, int, float]]] = {
-            node: {p: (i.neighbor, i.neighbor_port, i.link.delay_s)
-                   for p, i in topology.ports(node).items()}
-            for node in (*topology.switches, *topology.hosts)}
+        # node -> port -> (neighbour, neighbour port, link delay), made by the first walk
+        self._links: dict[str, dict[int, tuple[str, int, float]]] = {}
         self._limit = 64 * len(topology.links) * (len(topology.hosts) + 1)
         #: the state of the last walk and its switches' indices (a state is immutable)
         self._state: ControlState | None = None
@@ -331,6 +336,11 @@ class VirtualTreeFastPath:
 
     def _walk(self, state: ControlState, pub: str, receivers: frozenset[str],
               encoding: Any) -> Delivery:
+        if not self._links:
+            topology = self.topology
+            self._links = {node: {p: (i.neighbor, i.neighbor_port, i.link.delay_s)
+                                  for p, i in topology.ports(node).items()}
+                           for node in (*topology.switches, *topology.hosts)}
         fmt, delays, links_of, limit = self.fmt, self.delays, self._links, self._limit
         hosts = self._hosts
         out = Delivery(publisher=pub, receivers=receivers, encoding=encoding)
