@@ -261,13 +261,17 @@ class Strategy:
         ``tests/strategies/test_base_rules.py``), so per-notification
         installs, their control writes and the lookup memos skip them.
         """
+        return StateBuilder(base=self.base_state(topology))
+
+    def base_state(self, topology: Topology) -> ControlState:
+        """The state of :meth:`base_rules` alone (built once, see :meth:`state_builder`)."""
         key = (type(self), self.params, Identity(topology))
         base = self.caches.base_states.get(key)
         if base is None:
             plain = StateBuilder()
             self.base_rules(plain, topology)
             base = self.caches.base_states.put(key, plain.build(topology.switches))
-        return StateBuilder(base=base)
+        return base  # type: ignore[no-any-return]
 
     def host_receive(self, topology: Topology, host: str, packet: Packet,
                      notification: Notification) -> HostAction:

@@ -281,6 +281,22 @@ def _bound_states(topo: Any, strategy: Any, fast: Any,
     return {"states": [state] * len(cases)}
 
 
+def _walk_alone(fast: Any, pubs: list[str], sets: list[frozenset[str]], payload_bytes: int,
+                kw: dict[str, Any]) -> Callable[[], int] | None:
+    """The fast path's walk on encodings made beforehand, for fast paths that split the two
+    (``encodings`` / ``walk_metrics``, the virtual-tree labels); else None."""
+    if not hasattr(fast, "walk_metrics"):
+        return None
+    states = kw["states"]
+    encodings = fast.encodings(pubs, sets, payload_bytes, states)
+
+    def run() -> int:
+        fast.walk_metrics(pubs, sets, encodings, states)
+        return len(pubs)
+
+    return run
+
+
 def bench_bound(reps: int = 3, notifications: int = 400,
                 strategies: Iterable[str] = BOUND_STRATEGIES,
                 topologies: Iterable[str] = BOUND_TOPOLOGIES, payload_bytes: int = 50,
@@ -317,14 +333,20 @@ def bench_bound(reps: int = 3, notifications: int = 400,
             if declined:
                 res[name] = {"skipped": f"the fast path declines {declined} notifications"}
                 continue
-            bound_us, engine_us = [], []
+            walk = _walk_alone(fast, pubs, sets, payload_bytes, kw)
+            bound_us, engine_us, walk_us = [], [], []
             for _ in range(reps):
                 bound_us.append(1e6 / _rate(bound)[1])
                 engine_us.append(1e6 / _rate(engine)[1])
+                if walk is not None:
+                    walk_us.append(1e6 / _rate(walk)[1])
             ratio = _median(engine_us) / _median(bound_us)
             res[name] = {"impl": fast.impl, "engine_us": _median(engine_us),
                          "bound_us": _median(bound_us), "ratio": ratio,
                          "target": _judge("bound", "ratio", ratio)}
+            if walk_us:  # the engine without the strategy's encoder
+                res[name].update(walk_us=_median(walk_us),
+                                 walk_ratio=_median(walk_us) / _median(bound_us))
             tick()
         out["topologies"][topology] = res
     return out
@@ -579,9 +601,11 @@ def bench_ch6(fraction: float = 1.0, master: str = "local[2]", ref_cells: int = 
 
 def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: float = 1.0,
               progress: bool = True, static_notifications: int = 400,
-              spark_cells: int = 12) -> dict[str, Any]:
+              spark_cells: int = 12, strategies: Iterable[str] | None = None
+              ) -> dict[str, Any]:
     """Run the chosen items; returns ``{"cpus", "load_avg", "reps", "items": {...}}``."""
     items = list(items)
+    bound_strategies = BOUND_STRATEGIES if strategies is None else tuple(strategies)
     unknown = [i for i in items if i not in ITEMS]
     if unknown:
         raise ValueError(f"unknown bench item {unknown[0]!r}; known: {', '.join(ITEMS)}")
@@ -592,7 +616,7 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
     steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": reps + 1,
              "timed-1000": reps + 1,
              "spark": 1, "cells": reps, "ch6": 0,
-             "bound": len(BOUND_TOPOLOGIES) * len(BOUND_STRATEGIES)}
+             "bound": len(BOUND_TOPOLOGIES) * len(bound_strategies)}
     bar = tqdm(total=sum(steps[i] for i in items), desc="stackcast bench", unit="step",
                disable=not progress, dynamic_ncols=True)
     out: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg": list(os.getloadavg()),
@@ -620,7 +644,7 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
                 res = bench_cells(reps=reps, tick=lambda: bar.update(1))
             elif item == "bound":
                 res = bench_bound(reps=reps, notifications=static_notifications,
-                                  tick=lambda: bar.update(1))
+                                  strategies=bound_strategies, tick=lambda: bar.update(1))
             else:
                 res = bench_ch6(fraction=fraction, progress=progress)
             out["items"][item] = res
@@ -720,7 +744,9 @@ def format_suite(result: dict[str, Any]) -> str:
                 if "skipped" in r:
                     lines.append(f"    {name:<16} skipped: {r['skipped']}")
                     continue
+                walk = (f"  (walk alone {r['walk_us']:.1f} us = {r['walk_ratio']:.2f}x)"
+                        if "walk_us" in r else "")
                 lines.append(f"    {name:<16} engine ({r['impl']}) {r['engine_us']:>7.1f} us  "
                              f"bound {r['bound_us']:>6.1f} us  = {r['ratio']:.2f}x"
-                             + _mark(r["target"]))
+                             + _mark(r["target"]) + walk)
     return "\n".join(lines)

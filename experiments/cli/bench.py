@@ -68,9 +68,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         static_notifications = 400 if args.notifications is None else args.notifications
         if static_notifications < 1:
             raise CliError(f"--notifications must be >= 1, got {static_notifications}")
+        strategies = None
+        if args.strategies:  # the bound item's strategies
+            from strategies.base import STRATEGIES, load_builtin_strategies
+
+            load_builtin_strategies()
+            strategies = [x.strip() for x in args.strategies.split(",") if x.strip()]
+            bad = [n for n in strategies if n not in STRATEGIES.names()]
+            if bad:
+                raise CliError(f"--strategies: unknown strategy {bad[0]!r}")
         suite = run_suite(items, reps=args.reps, fraction=args.fraction,
                           progress=not args.quiet, spark_cells=args.cells,
-                          static_notifications=static_notifications)
+                          static_notifications=static_notifications, strategies=strategies)
         print(json.dumps(suite, indent=2) if args.json else format_suite(suite))
         return 0
     if args.target == "scaling":

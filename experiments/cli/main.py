@@ -365,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="cells of the CPU-bound sweep (default 12)")
     bench.add_argument("--sizes", default="50,255,1000,4000",
                        help="scaling: jellyfish switch counts (default 50,255,1000,4000)")
-    bench.add_argument("--strategies", help="scaling: comma-separated strategies (default all)")
+    bench.add_argument("--strategies", help="scaling, bound: comma-separated strategies "
+                                            "(default all)")
     bench.add_argument("--no-fattree", action="store_true",
                        help="scaling: skip fattree:k=48")
     bench.add_argument("--timeout-s", type=float, default=900.0,

@@ -160,13 +160,22 @@ class Caches:
         Shared by the cells of one seed at other churn levels.
     vt_compiled : Store
         ``(Identity(ControlState), Identity(Topology))`` -> the published VTs
-        of that state in the encoder's form.
+        of that state in the encoder's form (``tree``, ``hybrid``: the stored
+        trees it tells the publishers about, read as the encoder needs them).
     workload_plans : Store
         ``(Identity(Topology), workload key, rng state)`` -> a workload's
         drawn plan: the clustered population (:mod:`sim.workloads.clustered`;
         shared by the cells of one seed at other churn levels) and the tenants'
         datacenter (:mod:`sim.workloads.tenants`; shared by the slices of one
         seed).
+    vt_tables : Store
+        ``("links", Identity(Topology))`` -> the topology's links as the
+        virtual-tree walk kernel's arrays, and ``("tables", LabelFormat)`` ->
+        the installed tables of the states it walked
+        (:mod:`sim.dataplanes.virtual_tree.walk_tables`; rows per state, pieces
+        per switch configuration, forgotten at once past a size limit), and
+        ``("edge labels", (Identity(Topology), LabelFormat))`` -> ``hybrid``'s edge
+        labels (:class:`strategies.virtual_tree.hybrid.EdgeLabels`).
     base_states : Store
         ``(strategy class, parameters, Identity(Topology))`` -> the
         receiver-independent part of that strategy's installs
@@ -193,10 +202,16 @@ class Caches:
         ``Identity(Topology)`` -> its unicast next hops towards the switches
         they were asked for (:class:`sim.dataplanes.l2.fast_path.RouteTables`,
         ``S x S`` at most). Two topologies at most.
+    stored_configs : Store
+        ``(Identity(SwitchConfig), entries, groups)`` -> that base switch
+        configuration plus stored-tree rules
+        (:mod:`strategies.virtual_tree.stored_trees`): receiver-scoped installs
+        that store equal rules on a switch share one configuration object.
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
-                 "base_states", "cell_states", "fast_paths", "tree_tables", "route_tables")
+                 "vt_tables", "base_states", "cell_states", "fast_paths", "tree_tables",
+                 "route_tables", "stored_configs")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -204,11 +219,13 @@ class Caches:
         self.vt_installs: Store[tuple[Any, ...], Any] = Store("vt_installs", 32)
         self.vt_compiled: Store[tuple[Identity, Identity], Any] = Store("vt_compiled", 16)
         self.workload_plans: Store[tuple[Any, ...], Any] = Store("workload_plans", 64)
+        self.vt_tables: Store[tuple[str, Any], Any] = Store("vt_tables", 16)
         self.base_states: Store[tuple[Any, ...], Any] = Store("base_states", 32)
         self.cell_states: Store[tuple[Any, ...], Any] = Store("cell_states", 8)
         self.fast_paths: Store[tuple[Any, ...], Any] = Store("fast_paths", 4)
         self.tree_tables: Store[Identity, Any] = Store("tree_tables", 2)
         self.route_tables: Store[Identity, Any] = Store("route_tables", 2)
+        self.stored_configs: Store[tuple[Any, ...], Any] = Store("stored_configs", 4096)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

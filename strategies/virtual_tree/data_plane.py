@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.fast_path import FastPath
-from sim.dataplanes.virtual_tree.codec import count_labels
+from sim.dataplanes.virtual_tree.codec import LabelFormat, count_labels
 from sim.dataplanes.virtual_tree.fast_path import VirtualTreeFastPath
 from sim.dataplanes.virtual_tree.memo import MemoVirtualTreeDataPlane
 from strategies.base import ExtraMetrics, Strategy
@@ -47,10 +47,19 @@ class VirtualTreeModel:
 
     params: Any
     caches: Caches
+    _fmt: tuple[Any, LabelFormat] | None = None
     #: Opt-in to the family's fast path; only a class that sets it in its own body
     #: gets one (a subclass may change ``encode``, ``host_receive`` or
     #: ``extra_metrics``, so it does not inherit it).
     vt_fast_path: ClassVar[bool] = False
+
+    @property
+    def fmt(self) -> LabelFormat:
+        """This strategy's :class:`LabelFormat` (made once per parameters object)."""
+        made = self._fmt
+        if made is None or made[0] is not self.params:
+            made = self._fmt = (self.params, label_format(self.params))
+        return made[1]
 
     def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
         """The packet-free walk of :mod:`sim.dataplanes.virtual_tree.fast_path` with this
@@ -64,7 +73,7 @@ class VirtualTreeModel:
                 or hasattr(self, "broker_ports")):
             return None
         return VirtualTreeFastPath(topology, delays, self.encode,  # type: ignore[attr-defined]
-                                   label_format(self.params), self.caches)
+                                   self.fmt, self.caches)
 
     def model(self, caches: Caches | None = None) -> MemoVirtualTreeDataPlane:
         """The memoised VT data plane for this strategy's label widths.
@@ -74,8 +83,7 @@ class VirtualTreeModel:
         caches : Caches, optional
             Where its lookup memos live; default: :attr:`caches`.
         """
-        return MemoVirtualTreeDataPlane(label_format(self.params),
-                                        caches if caches is not None else self.caches)
+        return MemoVirtualTreeDataPlane(self.fmt, caches if caches is not None else self.caches)
 
     def extra_metrics(self, topology: Any, state: Any, notification: Any,
                       receivers: frozenset[str], delivery: Any) -> ExtraMetrics:
@@ -93,8 +101,7 @@ class VirtualTreeModel:
         ``count_labels`` from the encoding it builds, and the cell pipeline
         copies them into the row's :class:`~strategies.base.ExtraMetrics`.
         """
-        counts = count_labels(label_format(self.params),
-                              (p.header for p in delivery.encoding.packets))
+        counts = count_labels(self.fmt, (p.header for p in delivery.encoding.packets))
         return _label_metrics(counts.tree, counts.stop, counts.hop)
 
 

@@ -51,9 +51,11 @@ Seed 000 §4.3 (Fig. 4.3), §4.3.2 (Fig. 4.4), §4.4.2-4.4.3; §5.2.4-5.2.6
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.seeds import child_rng, stable_seed
@@ -72,13 +74,12 @@ from strategies.virtual_tree.labels import (
     check_receivers,
     edge_id,
     encode_stacks,
-    label_format,
     round_half_up,
     subtree_preorder,
     tree_key,
     validate_label_params,
 )
-from strategies.virtual_tree.tree import install_stored_tree
+from strategies.virtual_tree.stored_trees import StoredTrees
 from topologies.model import Topology, node_sort_key
 from topologies.registry import SpecError, check
 
@@ -140,57 +141,112 @@ def stored_tree(topology: Topology, publisher: str, stable: frozenset[str]) -> T
 def install_stable_tree(builder: StateBuilder, topology: Topology, publisher: str,
                         stable: frozenset[str], tree_id: int, fmt: LabelFormat) -> None:
     """Store T' of ``stable`` under ``tree_id`` (one bitmask rule per T' switch)."""
+    rules = StoredTrees(topology, fmt)
+    add_stable_tree(rules, publisher, stable, tree_id)
+    rules.add_to(builder)
+
+
+def add_stable_tree(rules: StoredTrees, publisher: str, stable: frozenset[str],
+                    tree_id: int) -> None:
+    """Add T' of ``stable`` under ``tree_id`` to ``rules`` (nothing if none is stable)."""
     check_receivers(publisher, stable)
     if stable:
-        tree_label(fmt, tree_id)  # raises if the id does not fit
-        install_stored_tree(builder, topology, stored_tree(topology, publisher, stable),
-                            tree_id, fmt)
+        tree_label(rules.fmt, tree_id)  # raises if the id does not fit
+        rules.add(stored_tree(rules.topology, publisher, stable), tree_id)
+
+
+class EdgeLabels:
+    """Stop and hop labels of the directed tree edges of one topology and format.
+
+    Each is made (and validated, raising what :func:`hop_label` / :func:`stop_label`
+    raise) on first use, then remembered.
+    """
+
+    def __init__(self, topology: Topology, fmt: LabelFormat) -> None:
+        self.topology = topology
+        self.fmt = fmt
+        self._hop: dict[tuple[str, str], int] = {}
+        self._stop: dict[tuple[str, str], int] = {}
+
+    def hops(self, edges: Iterable[tuple[str, str]]) -> list[int]:
+        return self._labels(self._hop, hop_label, edges)
+
+    def stops(self, edges: Iterable[tuple[str, str]]) -> list[int]:
+        return self._labels(self._stop, stop_label, edges)
+
+    def _labels(self, known: dict[tuple[str, str], int],
+                make: Callable[[LabelFormat, int], int], edges: Iterable[tuple[str, str]]
+                ) -> list[int]:
+        out = []
+        for edge in edges:
+            label = known.get(edge)
+            if label is None:
+                label = known[edge] = make(self.fmt, edge_id(self.topology, *edge))
+            out.append(label)
+        return out
 
 
 def hybrid_stacks(topology: Topology, fmt: LabelFormat, publisher: str,
-                  receivers: frozenset[str], stable: frozenset[str], tree_id: int
-                  ) -> tuple[list[int], list[list[int]]]:
+                  receivers: frozenset[str], stable: frozenset[str], tree_id: int,
+                  stored: tuple[list[tuple[str, str]], tuple[str, ...]] | None = None,
+                  edge_labels: EdgeLabels | None = None
+                  ) -> tuple[list[int], Callable[[], list[list[int]]]]:
     """The header labels of one notification, and its per-root-subtree split.
+
+    ``stored``: T' of ``stable`` as (edges in preorder, the root's children) when
+    the caller has it (:func:`stored_edges`); ``edge_labels``: the topology's
+    remembered edge labels.
 
     Returns
     -------
     labels : list of int
         Tree label (if T' shares an edge with the delivery tree), stops, hops.
-    parts : list of list of int
-        One stack per child of the publisher's switch in the delivery tree.
+    parts : callable
+        One stack per child of the publisher's switch in the delivery tree
+        (made when called; the labels it uses are validated here).
     """
     root = topology.host_switch(publisher)
     d = shortest_path_tree(topology, root, receivers)
-    d_edges = set(d.edges())
-    t_edges: list[tuple[str, str]] = []
-    t_children: tuple[str, ...] = ()
-    if stable:
-        t = stored_tree(topology, publisher, stable)
-        t_edges = list(t.edges())
-        t_children = t.children.get(root, ())
+    d_list = d.edges()
+    d_edges = set(d_list)
+    if stored is None:
+        stored = stored_edges(topology, publisher, stable)
+    t_edges, t_children = stored
     used = {e for e in t_edges if e in d_edges}
     d_nodes = set(d.parent) | {root}
     stops = [e for e in t_edges if used and e not in d_edges and e[0] in d_nodes]
-    hops = [e for e in d.edges() if e not in used]
+    hops = [e for e in d_list if e not in used]
     tlab = [tree_label(fmt, tree_id)] if used else []
+    known = edge_labels if edge_labels is not None else EdgeLabels(topology, fmt)
+    labels = tlab + known.stops(stops) + known.hops(hops)
+    roots = d.children.get(root, ())
+    # the stops a split adds (T' edges at the root): validated now, as the labels are
+    known.stops([(root, c) for child in roots if (root, child) in used
+                 for c in t_children if c != child])
 
-    def labels_of(stop_edges: list[tuple[str, str]], hop_edges: list[tuple[str, str]]
-                  ) -> list[int]:
-        return ([stop_label(fmt, edge_id(topology, a, b)) for a, b in stop_edges]
-                + [hop_label(fmt, edge_id(topology, a, b)) for a, b in hop_edges])
+    def parts() -> list[list[int]]:
+        out = []
+        for child in roots:
+            inside = set(subtree_preorder(d, child))
+            sub_hops = known.hops(e for e in hops if e[1] in inside)
+            if (root, child) in used:
+                sub_stops = [(root, c) for c in t_children if c != child]
+                sub_stops += [e for e in stops if e[0] in inside]
+                out.append(tlab + known.stops(sub_stops) + sub_hops)
+            else:
+                out.append(sub_hops)
+        return out
 
-    labels = tlab + labels_of(stops, hops)
-    parts = []
-    for child in d.children.get(root, ()):
-        inside = set(subtree_preorder(d, child))
-        sub_hops = [e for e in hops if e[1] in inside]
-        if (root, child) in used:
-            sub_stops = [(root, c) for c in t_children if c != child]
-            sub_stops += [e for e in stops if e[0] in inside]
-            parts.append(tlab + labels_of(sub_stops, sub_hops))
-        else:
-            parts.append(labels_of([], sub_hops))
     return labels, parts
+
+
+def stored_edges(topology: Topology, publisher: str, stable: frozenset[str]
+                 ) -> tuple[list[tuple[str, str]], tuple[str, ...]]:
+    """T' of ``stable`` as (edges in preorder, the children of the publisher's switch)."""
+    if not stable:
+        return [], ()
+    t = stored_tree(topology, publisher, stable)
+    return list(t.edges()), t.children.get(topology.host_switch(publisher), ())
 
 
 @register_strategy
@@ -206,14 +262,16 @@ class Hybrid(VirtualTreeModel, Strategy):
 
     def base_rules(self, builder: StateBuilder, topology: Topology) -> None:
         """Hop, stop and ``extract_port`` rules and clone sessions of every switch."""
-        fmt = label_format(self.params)
+        fmt = self.fmt
         for sw in topology.switches:
             install_port_rules(builder, topology, sw, fmt)
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
-        fmt = label_format(self.params)
+        """T' per publisher (known stable subscribers) or per receiver set on
+        :meth:`base_rules` (configurations of equal rules shared,
+        :mod:`~strategies.virtual_tree.stored_trees`)."""
         _, tree_percent = parse_ratio(self.params.ratio)
-        builder = self.state_builder(topology)
+        rules = StoredTrees(topology, self.fmt)
         per_publisher: dict[str, dict[str, Any]] = {}
         per_set: dict[str, dict[str, Any]] = {}
         next_id = len(topology.hosts) + 1
@@ -221,7 +279,7 @@ class Hybrid(VirtualTreeModel, Strategy):
             if pub in knowledge.stable:
                 stable = frozenset(knowledge.stable[pub])
                 tree_id = topology.host_id(pub) + 1
-                install_stable_tree(builder, topology, pub, stable, tree_id, fmt)
+                add_stable_tree(rules, pub, stable, tree_id)
                 per_publisher[pub] = {"tree": tree_id,
                                       "stable": sorted(stable, key=topology.host_id)}
                 continue
@@ -234,10 +292,10 @@ class Hybrid(VirtualTreeModel, Strategy):
                 tree_id = 0
                 if stable:
                     tree_id, next_id = next_id, next_id + 1
-                    install_stable_tree(builder, topology, pub, stable, tree_id, fmt)
+                    add_stable_tree(rules, pub, stable, tree_id)
                 per_set[key] = {"tree": tree_id, "stable": sorted(stable, key=topology.host_id)}
-        return builder.build(topology.switches, {"stable_trees": per_publisher,
-                                                 "set_trees": per_set})
+        return rules.state(self.base_state(topology), self.caches.stored_configs,
+                           {"stable_trees": per_publisher, "set_trees": per_set})
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
@@ -252,8 +310,15 @@ class Hybrid(VirtualTreeModel, Strategy):
         if entry is None:
             raise LookupError(f"no stored tree for publisher {pub} and these receivers; install "
                               f"with their receiver set or the publisher's stable subscribers")
-        fmt = label_format(self.params)
-        labels, parts = hybrid_stacks(topology, fmt, pub, receivers,
-                                      frozenset(entry["stable"]), entry["tree"])
-        return encode_stacks(topology, self.params, fmt, notification, payload, labels,
-                             lambda: parts)
+        fmt = self.fmt
+        stable = frozenset(entry["stable"])
+        # T' of each stored tree, read once per state (what the controller told the publisher)
+        stored = self.caches.vt_compiled.get_or_make((Identity(state), Identity(topology)), dict)
+        t = stored.get((pub, stable))
+        if t is None:
+            t = stored[(pub, stable)] = stored_edges(topology, pub, stable)
+        edge_labels = self.caches.vt_tables.get_or_make(
+            ("edge labels", (Identity(topology), fmt)), lambda: EdgeLabels(topology, fmt))
+        labels, parts = hybrid_stacks(topology, fmt, pub, receivers, stable, entry["tree"], t,
+                                      edge_labels)
+        return encode_stacks(topology, self.params, fmt, notification, payload, labels, parts)

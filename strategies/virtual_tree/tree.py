@@ -44,26 +44,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.packet import Notification
-from sim.dataplanes.trees import Tree, shortest_path_tree, steiner_tree
-from sim.dataplanes.virtual_tree.codec import LabelFormat
-from sim.dataplanes.virtual_tree.reference import (
-    install_port_rules,
-    tree_group_entry,
-    tree_label,
-    tree_ports_entry,
-)
+from sim.dataplanes.trees import shortest_path_tree, steiner_tree
+from sim.dataplanes.virtual_tree.reference import install_port_rules, tree_label
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
 from strategies.virtual_tree.data_plane import VirtualTreeModel
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
     encode_stacks,
-    label_format,
     tree_key,
     validate_label_params,
 )
+from strategies.virtual_tree.stored_trees import StoredTrees
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -90,24 +85,6 @@ class TreeParams(LabelParams):
         check(self.tree in ("spt", "steiner"), f"tree must be spt or steiner; got {self.tree!r}")
 
 
-def install_stored_tree(builder: StateBuilder, topology: Topology, tree: Tree, tree_id: int,
-                        fmt: LabelFormat, variant: str = "bitmask") -> None:
-    """Store ``tree`` under ``tree_id``: one ``check_tree`` rule per tree switch.
-
-    ``bitmask``: the rule carries the child-port bitmask; ``mcgroup``: the
-    rule names multicast group ``tree_id``, which holds the child ports.
-    """
-    for sw in tree.switches(topology):
-        ports = [topology.port_to(sw, c) for c in tree.children.get(sw, ())]
-        if not ports:
-            continue
-        if variant == "mcgroup":
-            builder.add_group(sw, tree_id, ports)
-            builder.add_entry(sw, tree_group_entry(fmt, tree_id, tree_id))
-        else:
-            builder.add_entry(sw, tree_ports_entry(fmt, tree_id, ports))
-
-
 @register_strategy
 class StoredTree(VirtualTreeModel, Strategy):
     """One tree label per notification; a stored tree per known receiver set."""
@@ -122,14 +99,16 @@ class StoredTree(VirtualTreeModel, Strategy):
     def base_rules(self, builder: StateBuilder, topology: Topology) -> None:
         """``bitmask``: the ``extract_port`` helpers and clone sessions of every switch."""
         if self.params.variant == "bitmask":
-            fmt = label_format(self.params)
+            fmt = self.fmt
             for sw in topology.switches:
                 install_port_rules(builder, topology, sw, fmt, hops=False, stops=False)
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
-        fmt = label_format(self.params)
+        """One stored tree per known receiver set on :meth:`base_rules` (configurations
+        of equal rules shared, :mod:`~strategies.virtual_tree.stored_trees`)."""
+        fmt = self.fmt
         params: TreeParams = self.params
-        builder = self.state_builder(topology)
+        rules = StoredTrees(topology, fmt, params.variant)
         build = steiner_tree if params.tree == "steiner" else shortest_path_tree
         trees: dict[str, int] = {}
         for pub in knowledge.publishers:
@@ -140,21 +119,44 @@ class StoredTree(VirtualTreeModel, Strategy):
                 check_receivers(pub, receivers)
                 tree_id = trees[key] = len(trees) + 1
                 tree_label(fmt, tree_id)  # raises if the id does not fit
-                install_stored_tree(builder, topology,
-                                    build(topology, topology.host_switch(pub), receivers),
-                                    tree_id, fmt, params.variant)
-        return builder.build(topology.switches, {"trees": trees})
+                rules.add(build(topology, topology.host_switch(pub), receivers), tree_id)
+        return rules.state(self.base_state(topology), self.caches.stored_configs,
+                           {"trees": trees})
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
-        check_receivers(notification.publisher, receivers)
+        pub = notification.publisher
+        check_receivers(pub, receivers)
         if not receivers:
             return Encoding(())
-        key = tree_key(notification.publisher, receivers)
-        try:
-            tree_id = state.publisher_info["trees"][key]
-        except KeyError:
-            raise LookupError(f"no stored tree installed for {key}") from None
-        fmt = label_format(self.params)
+        tree_id = stored_tree_ids(self.caches, topology, state).get(
+            (pub, receivers)) if isinstance(receivers, frozenset) else None
+        if tree_id is None:
+            key = tree_key(pub, receivers)
+            try:
+                tree_id = state.publisher_info["trees"][key]
+            except KeyError:
+                raise LookupError(f"no stored tree installed for {key}") from None
+        fmt = self.fmt
         return encode_stacks(topology, self.params, fmt, notification, payload,
                              [tree_label(fmt, tree_id)])
+
+
+def stored_tree_ids(caches: Caches, topology: Topology, state: ControlState
+                    ) -> dict[tuple[str, frozenset[str]], int]:
+    """``(publisher, receivers) -> tree id`` of the trees ``state`` tells the publishers
+    about (``publisher_info["trees"]``, keyed by :func:`tree_key`), read once per state
+    (``caches.vt_compiled``). A key that does not read back to itself is left out (the
+    encoder then looks it up by :func:`tree_key`)."""
+
+    def read() -> dict[tuple[str, frozenset[str]], int]:
+        out = {}
+        for key, tree_id in state.publisher_info.get("trees", {}).items():
+            pub, _, rest = key.partition(":")
+            receivers = frozenset(rest.split(",")) if rest else frozenset()
+            if tree_key(pub, receivers) == key:
+                out[(pub, receivers)] = tree_id
+        return out
+
+    return caches.vt_compiled.get_or_make(  # type: ignore[no-any-return]
+        (Identity(state), Identity(topology)), read)

@@ -38,6 +38,14 @@ memoised model's, keyed by the configuration object) and ``extract_port``
 answers are asked of the installed table itself, so nothing is assumed about
 which ports a mask selects.
 
+:meth:`VirtualTreeFastPath.delivery` is that walk in Python.
+:meth:`VirtualTreeFastPath.metrics` computes the row metrics of the same walk
+without building a delivery: the strategy's encoder, then the kernel of
+:mod:`~sim.dataplanes.virtual_tree.walk_kernel` over the installed tables laid
+out as arrays once per state (:mod:`~sim.dataplanes.virtual_tree.walk_tables`),
+compiled by numba (``impl="jit"``) or interpreted (``impl="python"``);
+``walk_metrics`` is the walk alone on encodings made beforehand.
+
 Declined (``None``, the reference runs and raises what it raises): an
 encoding the strategy's encoder rejects, a publisher that is not a host, a stack with
 a repeated label, a switch whose ``check_hop`` / ``check_tree`` /
@@ -67,7 +75,7 @@ from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState, Exact, SwitchConfig
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, row_metrics
 from sim.dataplanes.fast_path import Encoder
-from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification, payload_for
+from sim.dataplanes.packet import ETH_HEADER_BYTES, Encoding, Notification, payload_for
 from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat, count_labels
 from sim.dataplanes.virtual_tree.reference import (
     CHECK_HOP,
@@ -76,10 +84,17 @@ from sim.dataplanes.virtual_tree.reference import (
     EXTRACT_PORT,
     SET_TREE_GROUP,
 )
+from sim.dataplanes.virtual_tree.walk_batch import LABEL_FIELDS, WalkBatch
+from sim.dataplanes.virtual_tree.walk_kernel import compiled
 from topologies.model import Topology
 
-#: Row-metric names of the header's label counts (``strategies.base.HEADER_LABEL_FIELDS``).
-LABEL_FIELDS = ("header_tree_labels", "header_stop_labels", "header_hop_labels")
+#: The implementations of :meth:`VirtualTreeFastPath.metrics` (:mod:`.walk_kernel`).
+IMPLS = ("jit", "python")
+
+
+def available_impls() -> tuple[str, ...]:
+    """The walk kernel's implementations on this machine ("jit" needs numba)."""
+    return IMPLS if compiled() is not None else ("python",)
 
 
 class _Decline(Exception):
@@ -194,26 +209,42 @@ class VirtualTreeFastPath:
     needs_states = True
 
     def __init__(self, topology: Topology, delays: DelayModel, encode: Encoder,
-                 fmt: LabelFormat, caches: Caches | None = None) -> None:
+                 fmt: LabelFormat, caches: Caches | None = None, impl: str = "auto") -> None:
+        if impl not in ("auto", *IMPLS):
+            raise ValueError(f"impl must be auto, {' or '.join(IMPLS)}; got {impl!r}")
+        have = available_impls()
+        if impl == "jit" and "jit" not in have:
+            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
+        self._impl = have[0] if impl == "auto" else impl
         self.topology = topology
         self.delays = delays
         self.encode = encode
         self.fmt = fmt
         self.caches = or_fresh(caches)
         self._hosts = frozenset(topology.hosts)
-        # node -> port -> (neighbour, neighbour port, link delay)
-        self._links: dict[str, dict[int, tuple[str, int, float]]] = {
-            node: {p: (i.neighbor, i.neighbor_port, i.link.delay_s)
-                   for p, i in topology.ports(node).items()}
-            for node in (*topology.switches, *topology.hosts)}
+        # node -> port -> (neighbour, neighbour port, link delay), made by the first walk
+        self._links: dict[str, dict[int, tuple[str, int, float]]] = {}
         self._limit = 64 * len(topology.links) * (len(topology.hosts) + 1)
         #: the state of the last walk and its switches' indices (a state is immutable)
         self._state: ControlState | None = None
         self._by_node: dict[str, _SwitchIndex] = {}
+        self._batch: WalkBatch | None = None
 
     @property
     def impl(self) -> str:
-        return "python"
+        """What computes :meth:`metrics`: the walk kernel compiled ("jit") or interpreted
+        ("python"); :meth:`delivery` is the Python walk either way."""
+        return self._impl
+
+    @property
+    def implementations(self) -> tuple[str, ...]:
+        """The implementations available here (:meth:`using` builds each)."""
+        return available_impls()
+
+    def using(self, impl: str) -> VirtualTreeFastPath:
+        """The same fast path computed by implementation ``impl``."""
+        return VirtualTreeFastPath(self.topology, self.delays, self.encode, self.fmt,
+                                   self.caches, impl)
 
     # -- public API -------------------------------------------------------------
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
@@ -224,32 +255,46 @@ class VirtualTreeFastPath:
         must run, and for every notification when ``states`` is not given."""
         if states is None:
             return [None] * len(publishers)
-        out: list[dict[str, Any] | None] = []
+        return self.walk_metrics(publishers, receiver_sets,
+                                 self.encodings(publishers, receiver_sets, payload_bytes, states),
+                                 states)
+
+    def encodings(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                  payload_bytes: int, states: Sequence[ControlState]
+                  ) -> list[Encoding | None]:
+        """What the publishers send (the strategy's encoder, as :meth:`delivery` calls
+        it); None where the publisher is no host or the encoder raises."""
+        out: list[Encoding | None] = []
         for pub, receivers, state in zip(publishers, receiver_sets, states, strict=True):
             note = Notification(0, pub)
-            d = self.delivery(state, note, receivers, payload_for(note, payload_bytes))
-            if d is None:
-                out.append(None)
-                continue
-            try:
-                counts = count_labels(self.fmt, (p.header for p in d.encoding.packets))
-            except ValueError:  # the reference's extra metrics raise it again
-                out.append(None)
-                continue
-            m = row_metrics(d)
-            m.update(zip(LABEL_FIELDS, (counts.tree, counts.stop, counts.hop), strict=True))
-            out.append(m)
+            out.append(self._encoding(state, note, receivers, payload_for(note, payload_bytes)))
         return out
+
+    def walk_metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                     encodings: Sequence[Encoding | None], states: Sequence[ControlState]
+                     ) -> list[dict[str, Any] | None]:
+        """:meth:`metrics` of notifications already encoded (:meth:`encodings`): the walk
+        alone, through the kernel of :mod:`~sim.dataplanes.virtual_tree.walk_kernel`
+        (labels wider than 62 bits, and walks that outgrow its scratch, on the
+        Python walk)."""
+
+        def python(i: int) -> dict[str, Any] | None:
+            return self._python_metrics(publishers[i], receiver_sets[i], encodings[i],
+                                        states[i])
+
+        if self.fmt.label_bits > 62:
+            return [python(i) for i in range(len(publishers))]
+        if self._batch is None:
+            self._batch = WalkBatch(self.topology, self.delays, self.fmt, self.caches,
+                                    self._impl)
+        return self._batch.metrics(publishers, receiver_sets, encodings, states, python)
 
     def delivery(self, state: ControlState, notification: Notification,
                  receivers: frozenset[str], payload: bytes) -> Delivery | None:
         """The full :class:`~sim.dataplanes.delivery.Delivery` of one notification, or None
         where the reference must run."""
-        if notification.publisher not in self._hosts:
-            return None
-        try:
-            encoding = self.encode(self.topology, state, notification, receivers, payload)
-        except Exception:  # noqa: BLE001 - the reference raises it again
+        encoding = self._encoding(state, notification, receivers, payload)
+        if encoding is None:
             return None
         try:
             return self._walk(state, notification.publisher, receivers, encoding)
@@ -257,6 +302,30 @@ class VirtualTreeFastPath:
             return None
 
     # -- internals --------------------------------------------------------------
+    def _encoding(self, state: ControlState, notification: Notification,
+                  receivers: frozenset[str], payload: bytes) -> Encoding | None:
+        if notification.publisher not in self._hosts:
+            return None
+        try:
+            return self.encode(self.topology, state, notification, receivers, payload)
+        except Exception:  # noqa: BLE001 - the reference raises it again
+            return None
+
+    def _python_metrics(self, pub: str, receivers: frozenset[str], encoding: Encoding | None,
+                        state: ControlState) -> dict[str, Any] | None:
+        """Row metrics from the Python walk's :class:`Delivery` (labels that do not fit the
+        kernel, walks that outgrow its scratch)."""
+        if encoding is None:
+            return None
+        try:
+            d = self._walk(state, pub, receivers, encoding)
+            counts = count_labels(self.fmt, (p.header for p in encoding.packets))
+        except (_Decline, ValueError):  # the reference (its extra metrics) raises again
+            return None
+        m = row_metrics(d)
+        m.update(zip(LABEL_FIELDS, (counts.tree, counts.stop, counts.hop), strict=True))
+        return m
+
     def _index(self, config: SwitchConfig) -> _SwitchIndex:
         store = self.caches.vt_lookups
         key = (Identity(config), ("fast", self.fmt))
@@ -267,6 +336,11 @@ class VirtualTreeFastPath:
 
     def _walk(self, state: ControlState, pub: str, receivers: frozenset[str],
               encoding: Any) -> Delivery:
+        if not self._links:
+            topology = self.topology
+            self._links = {node: {p: (i.neighbor, i.neighbor_port, i.link.delay_s)
+                                  for p, i in topology.ports(node).items()}
+                           for node in (*topology.switches, *topology.hosts)}
         fmt, delays, links_of, limit = self.fmt, self.delays, self._links, self._limit
         hosts = self._hosts
         out = Delivery(publisher=pub, receivers=receivers, encoding=encoding)
