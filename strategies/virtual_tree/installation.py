@@ -50,14 +50,16 @@ switches); digest ch. 5-7 §1.3, §1.4, §1.7, A8, A9.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+
+import numpy as np
 
 from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder, Write, diff
 from sim.dataplanes.packet import Notification
-from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.codec import KIND_HOP, KIND_STOP, KIND_TREE, LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
     hop_label,
     install_port_rules,
@@ -73,11 +75,15 @@ from strategies.virtual_tree.encoder import (
     EncoderMode,
     EncoderOptions,
     SteinerMethod,
+    TreeTables,
     compile_tree,
     encode_virtual_trees,
     encoder_graph,
     steiner_sph,
+    tree_tables,
 )
+from strategies.virtual_tree.encoder_kernel import encode_kernel
+from strategies.virtual_tree.encoder_tables import encode_arrays
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -180,6 +186,16 @@ def host_links(topology: Topology, switches: Iterable[str]) -> frozenset[int]:
         for h in topology.hosts_of(s):
             out.add(topology.ports(s)[topology.port_to(s, h)].link.edge_id)
     return frozenset(out)
+
+
+def label_values(fmt: LabelFormat, ids: np.ndarray, kind: int,
+                 make: Callable[[LabelFormat, int], int]) -> list[int]:
+    """``[make(fmt, i) for i in ids]`` (``make``: ``tree_label``, ``stop_label`` or
+    ``hop_label`` of ``kind``), packed at once when every id fits; otherwise ``make``
+    raises its ``FieldRangeError`` at the first that does not."""
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) > fmt.max_id):
+        return [make(fmt, int(i)) for i in ids]
+    return (ids | (kind << fmt.id_bits)).tolist()  # type: ignore[no-any-return]
 
 
 # -- installation -------------------------------------------------------------
@@ -541,16 +557,20 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
                            **self.install_limits())
 
     # -- publisher --
-    def compiled_trees(self, topology: Topology, state: ControlState) -> list[CompiledTree]:
-        """The published VTs in the encoder's form (``self.caches.vt_compiled``, per state)."""
+    def tree_tables(self, topology: Topology, state: ControlState) -> TreeTables:
+        """The published VTs in the encoder's forms (``self.caches.vt_compiled``, per state)."""
 
-        def compile_all() -> list[CompiledTree]:
+        def build() -> TreeTables:
             g = encoder_graph(topology)
-            return [compile_tree(topology, g, t.tree_id, t.edges)
-                    for t in published_trees(state)]
+            return tree_tables([compile_tree(topology, g, t.tree_id, t.edges)
+                                for t in published_trees(state)])
 
         return self.caches.vt_compiled.get_or_make(  # type: ignore[no-any-return]
-            (Identity(state), Identity(topology)), compile_all)
+            (Identity(state), Identity(topology)), build)
+
+    def compiled_trees(self, topology: Topology, state: ControlState) -> Sequence[CompiledTree]:
+        """The published VTs as :class:`CompiledTree` s (of :meth:`tree_tables`)."""
+        return self.tree_tables(topology, state).trees
 
     def encoder_options(self) -> EncoderOptions:
         p = self.params
@@ -561,11 +581,18 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
                receivers: frozenset[str]) -> list[int]:
         """Tree labels, then stops, then hops (digest A6)."""
         fmt = label_format(self.params)
-        enc = encode_virtual_trees(topology, self.compiled_trees(topology, state), publisher,
-                                   receivers, self.encoder_options())
-        return ([tree_label(fmt, t) for t in enc.trees]
-                + [stop_label(fmt, e) for e in enc.stops]
-                + [hop_label(fmt, e) for e in enc.hops])
+        options = self.encoder_options()
+        tables = self.tree_tables(topology, state)
+        if encode_kernel is not None and options.steiner == "sph":
+            trees, stops, hops, _ = encode_arrays(topology, encoder_graph(topology), tables,
+                                                  publisher, receivers, options)
+        else:
+            enc = encode_virtual_trees(topology, tables, publisher, receivers, options)
+            trees, stops, hops = (np.array(x, np.int64) for x in (enc.trees, enc.stops,
+                                                                  enc.hops))
+        return (label_values(fmt, trees, KIND_TREE, tree_label)
+                + label_values(fmt, stops, KIND_STOP, stop_label)
+                + label_values(fmt, hops, KIND_HOP, hop_label))
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:

@@ -61,6 +61,14 @@ class EncoderGraph:
         Host links per switch in the same form.
     host_edges : dict
         Host -> edge ids of all its links.
+    end_a, end_b : numpy.ndarray
+        Edge id -> its switch indices (``ends``), -1 for host links.
+    link_switch : numpy.ndarray
+        Edge id -> the switch of a host link, -1 for switch links.
+    host_switch, host_edge : numpy.ndarray
+        Host id (the topology's host order) -> ``host_link``.
+    host_link_ptr, host_link_eid : numpy.ndarray
+        Host id -> edge ids of all its links (``host_edges``, compressed).
     """
 
     names: tuple[str, ...]
@@ -75,6 +83,18 @@ class EncoderGraph:
     host_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     host_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_edges: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    end_a: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    end_b: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    link_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_edge: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_link_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    host_link_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr, nbr, eid, host_indptr, host_eid)``: the graph of the compiled routines."""
+        return self.indptr, self.nbr, self.eid, self.host_indptr, self.host_eid
 
 
 @lru_cache(maxsize=64)
@@ -102,6 +122,18 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
     flat = [pair for row in adj for pair in row]
     host_indptr = np.zeros(len(adj) + 1, np.int64)
     host_indptr[1:] = np.cumsum([len(row) for row in host_adj])
+    end_a = np.full(edge_count, -1, np.int64)
+    end_b = np.full(edge_count, -1, np.int64)
+    for e, pair in enumerate(ends):
+        if pair is not None:
+            end_a[e], end_b[e] = pair
+    link_switch = np.full(edge_count, -1, np.int64)
+    for i, row in enumerate(host_adj):
+        link_switch[row] = i
+    hosts = [host_link.get(h, (-1, -1)) for h in topology.hosts]
+    per_host = [host_edges.get(h, []) for h in topology.hosts]
+    host_link_ptr = np.zeros(len(per_host) + 1, np.int64)
+    host_link_ptr[1:] = np.cumsum([len(es) for es in per_host])
     return EncoderGraph(names=tuple(topology.switches), index=index,
                         adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
                         host_link=host_link, edge_count=edge_count, indptr=indptr,
@@ -109,7 +141,12 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
                         eid=np.array([e for _, e in flat], np.int64),
                         host_indptr=host_indptr,
                         host_eid=np.array([e for row in host_adj for e in row], np.int64),
-                        host_edges={h: tuple(es) for h, es in host_edges.items()})
+                        host_edges={h: tuple(es) for h, es in host_edges.items()},
+                        end_a=end_a, end_b=end_b, link_switch=link_switch,
+                        host_switch=np.array([s for s, _ in hosts], np.int64),
+                        host_edge=np.array([e for _, e in hosts], np.int64),
+                        host_link_ptr=host_link_ptr,
+                        host_link_eid=np.array([e for es in per_host for e in es], np.int64))
 
 
 # -- Steiner heuristics ---------------------------------------------------------
@@ -290,8 +327,8 @@ def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
         out = (np.empty(len(g.names), np.int64), np.empty(len(g.names), np.int64))
     edges, nodes = out
     status, n_edges, n_nodes, weight, stops = sph_kernel(
-        g.indptr, g.nbr, g.eid, g.host_indptr, g.host_eid, np.frombuffer(virtual, np.uint8),
-        terminal_link, root, remaining, -1 if budget is None else budget, edges, nodes)
+        g.arrays, np.frombuffer(virtual, np.uint8), terminal_link, root, remaining,
+        -1 if budget is None else budget, edges, nodes)
     if status == 1:
         return None
     if status == 2:
