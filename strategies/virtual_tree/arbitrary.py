@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import networkx as nx
+import numpy as np
 
 from sim.dataplanes.seeds import child_rng
 from sim.dataplanes.trees import bfs_parents
@@ -125,15 +126,14 @@ def induced_steiner(topology: Topology, terminals: Sequence[str], within: Iterab
     """Steiner tree over ``terminals`` inside the subgraph induced by ``within``;
     the whole graph if they are not connected there."""
     g = encoder_graph(topology)
-    keep = bytearray(len(g.names))
+    keep = np.zeros(len(g.names), np.bool_)
     for s in within:
-        keep[g.index[s]] = 1
-    adj = [tuple((v, e) for v, e in nb if keep[v]) if keep[u] else () for u, nb in enumerate(g.adj)]
+        keep[g.index[s]] = True
     idx = sorted({g.index[t] for t in terminals})
     if len(idx) < 2:
         return frozenset()
     try:
-        edges, _ = steiner_sph(g, idx[0], idx, adj=adj)
+        edges, _ = steiner_sph(g, idx[0], idx, within=keep)
     except ValueError:
         return steiner_links(topology, terminals)
     return frozenset(edges)

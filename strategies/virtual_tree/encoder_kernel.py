@@ -85,7 +85,8 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
     Returns
     -------
     (status, trees, stops, hops, delivery)
-        Status 0, or 2 with ``trees[0]`` the switch that is not connected;
+        Status 0, or 2 with ``trees[0]`` the switch that is not connected (3:
+        :func:`~strategies.virtual_tree.steiner_jit.sph_run` failed its deque bound);
         the selected tree positions in selection order, the stop edge ids
         (ascending), the hop edge ids (grouped by switch, depth first) and
         the delivery edges (tree links, then receiver host links).
@@ -93,7 +94,7 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
     n = graph[0].shape[0] - 1
     n_edge_ids = end_a.shape[0]
     n_trees = t_ptr.shape[0] - 1
-    work, in_tree, on_tree, buf, buckets = sph_workspace(n, graph[1].shape[0], n_edge_ids)
+    work, in_tree, on_tree, deque, buckets = sph_workspace(n, n_edge_ids)
     # -- the notification: terminals, receiver links, terminal host links
     hosts = np.sort(receivers)
     n_recv = hosts.shape[0]
@@ -127,14 +128,14 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
     virt = np.zeros(n_edge_ids, np.uint8)
     best_edges = np.empty(n, np.int64)
     best_nodes = np.empty(n, np.int64)
-    status, nbe, nbn, weight, stops, buf, buckets = sph_run(
+    status, nbe, nbn, weight, stops, buckets = sph_run(
         graph, virt, terminal_link, root, remaining, -1, best_edges, best_nodes, work,
-        in_tree, on_tree, buf, buckets)
-    if status == 2:
+        in_tree, on_tree, deque, buckets)
+    empty = np.empty(0, np.int64)
+    if status >= 2:
         bad = np.empty(1, np.int64)
         bad[0] = best_edges[0]
-        empty = np.empty(0, np.int64)
-        return 2, bad, empty, empty, empty
+        return status, bad, empty, empty, empty
     host = n_recv
     best_cost = weight + host + stops
     # -- candidates: overlap with the initial delivery edges, stable by the per-state order
@@ -239,9 +240,11 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
             if trees + max(0, t_pieces - 1) + t_host < bound:
                 budget = bound - t_host - trees
                 if budget > 0:
-                    status, ne, nn, weight, stops, buf, buckets = sph_run(
+                    status, ne, nn, weight, stops, buckets = sph_run(
                         graph, virt, terminal_link, root, remaining, budget, trial_edges,
-                        trial_nodes, work, in_tree, on_tree, buf, buckets)
+                        trial_nodes, work, in_tree, on_tree, deque, buckets)
+                    if status == 3:
+                        return 3, empty, empty, empty, empty
                     ok = status == 0 and weight + t_host + trees + stops < bound
             for j in range(n_fresh):
                 virt[fresh[j]] = 0

@@ -117,4 +117,6 @@ def encode_arrays(topology: Topology, g: EncoderGraph, tables: TreeTables, publi
         options.prune_unused)
     if status == 2:
         raise ValueError(f"switch {g.names[int(chosen[0])]} is not connected to the tree")
+    if status == 3:
+        raise RuntimeError("compiled Steiner routine: deque bound exceeded (a bug)")
     return tables.tree_ids[chosen], stops, hops, delivery

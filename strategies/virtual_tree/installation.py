@@ -52,11 +52,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from sim.dataplanes.caches import Identity
+from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder, Write, diff
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.virtual_tree.codec import KIND_HOP, KIND_STOP, KIND_TREE, LabelFormat
@@ -131,13 +132,18 @@ def link_ends(topology: Topology, edge_id: int) -> tuple[str, str]:
 
 def tree_ports(topology: Topology, edges: Iterable[int]) -> dict[str, list[int]]:
     """Switch -> its ports on the VT (what its ``check_tree`` bitmask holds)."""
+    ends = encoder_graph(topology).edge_ports
     out: dict[str, list[int]] = {}
     for e in edges:
-        link = topology.links[e - 1]
-        for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
-            if not topology.is_host(node):
-                out.setdefault(node, []).append(port)
-    return {s: sorted(p) for s, p in out.items()}
+        for node, port in ends[e]:
+            got = out.get(node)
+            if got is None:
+                out[node] = [port]
+            else:
+                got.append(port)
+    for ports in out.values():
+        ports.sort()
+    return out
 
 
 def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
@@ -287,14 +293,17 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
 
 def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[VirtualTree],
                 next_id: int, published: Sequence[VirtualTree] | None = None,
-                extra: Mapping[str, Any] | None = None) -> ControlState:
+                extra: Mapping[str, Any] | None = None, caches: Caches | None = None
+                ) -> ControlState:
     """Per-port rules on every switch plus one ``check_tree`` rule per VT switch.
 
     ``published`` (default: ``installed``) is what the publishers are told.
+    ``caches``: where the per-port rules are kept (``caches.base_states``, one
+    state per label format and topology that the built states share, as
+    :meth:`strategies.base.Strategy.state_builder` does; the same state as
+    adding them anew).
     """
-    builder = StateBuilder()
-    for sw in topology.switches:
-        install_port_rules(builder, topology, sw, fmt)
+    builder = StateBuilder(base=port_rules(topology, fmt, caches))
     for t in installed:
         for sw, ports in tree_ports(topology, t.edges).items():
             builder.add_entry(sw, tree_ports_entry(fmt, t.tree_id, ports))
@@ -302,6 +311,22 @@ def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[Virtua
     info = {"virtual_trees": [[t.tree_id, list(t.edges), t.name, t.group] for t in pub],
             "next_tree_id": next_id, **(extra or {})}
     return builder.build(topology.switches, info)
+
+
+def port_rules(topology: Topology, fmt: LabelFormat, caches: Caches | None = None
+               ) -> ControlState:
+    """The per-port rules of every VT switch (hop, stop, port extraction, clone sessions)."""
+
+    def build() -> ControlState:
+        builder = StateBuilder()
+        for sw in topology.switches:
+            install_port_rules(builder, topology, sw, fmt)
+        return builder.build(topology.switches)
+
+    if caches is None:
+        return build()
+    return caches.base_states.get_or_make(  # type: ignore[no-any-return]
+        ("virtual-tree port rules", fmt, Identity(topology)), build)
 
 
 def published_trees(state: ControlState) -> tuple[VirtualTree, ...]:
@@ -339,14 +364,17 @@ def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
                 candidates: Iterable[Candidate], *, max_rules: int, on_full: OnFull,
                 min_edges: int = 2, max_trees: int | None = None,
                 max_failures: int | None = None,
-                group_limits: Mapping[str, int] | None = None) -> UpdatePlan:
+                group_limits: Mapping[str, int] | None = None,
+                caches: Caches | None = None) -> UpdatePlan:
     """Install-inform-delete from ``old`` to the VTs ``candidates`` select (§5.3.7).
 
     The target is what :func:`install_trees` would install from scratch, except
     that a candidate equal to an old VT keeps that VT (same id, no write).
-    New VTs get ids from the old state's ``next_tree_id`` on.
+    New VTs get ids from the old state's ``next_tree_id`` on. ``caches``: as
+    for :func:`build_state`.
     """
     old_trees = published_trees(old)
+    state_of = partial(build_state, topology, fmt, caches=caches)
     next_id = int(old.publisher_info.get("next_tree_id", 1))
     by_edges = {frozenset(t.edges): t for t in old_trees}
     # 1. target set, with a fresh capacity budget
@@ -364,13 +392,13 @@ def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
                            next_id=next_id, usage=usage, min_edges=min_edges)
     installed = [*old_trees, *round1.trees]
     steps: list[tuple[str, ControlState]] = [("old", old)]
-    steps.append(("install", build_state(topology, fmt, installed, round1.next_id,
+    steps.append(("install", state_of(installed, round1.next_id,
                                          old_trees)))
     informed = [*kept, *round1.trees]
-    steps.append(("inform", build_state(topology, fmt, installed, round1.next_id, informed)))
+    steps.append(("inform", state_of(installed, round1.next_id, informed)))
     # 3. delete the old VTs the target does not keep
     if doomed:
-        steps.append(("delete", build_state(topology, fmt, informed, round1.next_id, informed)))
+        steps.append(("delete", state_of(informed, round1.next_id, informed)))
     # 4. round 2: the rest, now that the old VTs are gone
     done = {frozenset(t.edges) for t in round1.trees}
     rest = [c for c in fresh if c.edges not in done]
@@ -382,8 +410,8 @@ def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
         if round2.trees:
             final = [*informed, *round2.trees]
             next_id = round2.next_id
-            steps.append(("install", build_state(topology, fmt, final, next_id, informed)))
-            steps.append(("inform", build_state(topology, fmt, final, next_id, final)))
+            steps.append(("install", state_of(final, next_id, informed)))
+            steps.append(("inform", state_of(final, next_id, final)))
     writes: list[Write] = []
     for (_, a), (_, b) in zip(steps, steps[1:], strict=False):
         writes.extend(diff(a, b))
@@ -542,7 +570,7 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
                              max_rules=p.max_rules, on_full=p.on_full, fmt=fmt,
                              min_edges=p.min_edges, **self.install_limits())
         return build_state(topology, fmt, inst.trees, inst.next_id,
-                           extra={"rejected_trees": inst.rejected})
+                           extra={"rejected_trees": inst.rejected}, caches=knowledge.caches)
 
     def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
                ) -> ControlState:
@@ -554,7 +582,7 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
         p = self.params
         return plan_update(topology, label_format(p), state, self.candidates(topology, knowledge),
                            max_rules=p.max_rules, on_full=p.on_full, min_edges=p.min_edges,
-                           **self.install_limits())
+                           caches=knowledge.caches, **self.install_limits())
 
     # -- publisher --
     def tree_tables(self, topology: Topology, state: ControlState) -> TreeTables:

@@ -69,6 +69,8 @@ class EncoderGraph:
         Host id (the topology's host order) -> ``host_link``.
     host_link_ptr, host_link_eid : numpy.ndarray
         Host id -> edge ids of all its links (``host_edges``, compressed).
+    edge_ports : tuple
+        Edge id -> ``(switch, port)`` of each of its switch ends (a, then b).
     """
 
     names: tuple[str, ...]
@@ -90,6 +92,7 @@ class EncoderGraph:
     host_edge: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_link_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     host_link_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    edge_ports: tuple[tuple[tuple[str, int], ...], ...] = ()
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -134,6 +137,11 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
     per_host = [host_edges.get(h, []) for h in topology.hosts]
     host_link_ptr = np.zeros(len(per_host) + 1, np.int64)
     host_link_ptr[1:] = np.cumsum([len(es) for es in per_host])
+    edge_ports: list[tuple[tuple[str, int], ...]] = [()] * edge_count
+    for lk in topology.links:
+        edge_ports[lk.edge_id] = tuple((node, port) for node, port in
+                                       ((lk.a, lk.a_port), (lk.b, lk.b_port))
+                                       if not topology.is_host(node))
     return EncoderGraph(names=tuple(topology.switches), index=index,
                         adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
                         host_link=host_link, edge_count=edge_count, indptr=indptr,
@@ -146,17 +154,20 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
                         host_switch=np.array([s for s, _ in hosts], np.int64),
                         host_edge=np.array([e for _, e in hosts], np.int64),
                         host_link_ptr=host_link_ptr,
-                        host_link_eid=np.array([e for es in per_host for e in es], np.int64))
+                        host_link_eid=np.array([e for es in per_host for e in es], np.int64),
+                        edge_ports=tuple(edge_ports))
 
 
 # -- Steiner heuristics ---------------------------------------------------------
 
 
 def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
-                virtual: bytearray | None = None,
-                adj: Sequence[Sequence[tuple[int, int]]] | None = None
+                virtual: bytearray | None = None, within: np.ndarray | None = None
                 ) -> tuple[list[int], list[int]]:
     """Shortest-path Steiner heuristic on the 0/1-weighted switch graph.
+
+    Compiled (:func:`steiner_sph_counted`) when numba is available, else
+    :func:`steiner_sph_within`: the same tree either way.
 
     Parameters
     ----------
@@ -167,9 +178,9 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
         Switch indices to connect (the root may be among them).
     virtual : bytearray, optional
         Per edge id: 1 if the edge weighs 0 (a virtual-tree edge).
-    adj : sequence, optional
-        Adjacency to use instead of ``g.adj`` (e.g. an induced subgraph's);
-        the terminals must be connected in it.
+    within : numpy.ndarray of bool, optional
+        Per switch: whether the tree may use it (the subgraph it induces);
+        default: every switch. The terminals must be connected in it.
 
     Returns
     -------
@@ -178,10 +189,40 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
         (terminal end first).
     nodes : list of int
         Switch indices of the tree (root first).
+
+    Raises
+    ------
+    ValueError
+        If a terminal is not connected to the root.
     """
-    result = steiner_sph_within(g, root, terminals, virtual, adj, None)
-    assert result is not None  # no budget: always a tree
-    return result
+    if sph_kernel is None:
+        adj = None if within is None else induced_adjacency(g, within)
+        result = steiner_sph_within(g, root, terminals, virtual, adj, None)
+        assert result is not None  # no budget: always a tree
+        return result
+    remaining = np.array(sorted(set(terminals) - {root}), np.int64)
+    virt = virtual if virtual is not None else bytearray(g.edge_count)
+    counted = steiner_sph_counted(g, root, remaining, virt, np.zeros(g.edge_count, np.uint8),
+                                  None, arrays=None if within is None else
+                                  induced_arrays(g, within))
+    assert counted is not None  # no budget: always a tree
+    return counted[0].tolist(), counted[1].tolist()
+
+
+def induced_adjacency(g: EncoderGraph, within: np.ndarray
+                      ) -> list[tuple[tuple[int, int], ...]]:
+    """``g.adj`` restricted to the switches of ``within`` (port order kept)."""
+    return [tuple((v, e) for v, e in nb if within[v]) if within[u] else ()
+            for u, nb in enumerate(g.adj)]
+
+
+def induced_arrays(g: EncoderGraph, within: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:attr:`EncoderGraph.arrays` of the subgraph :func:`induced_adjacency` gives."""
+    rows = np.repeat(np.arange(len(g.names)), np.diff(g.indptr))
+    keep = within[rows] & within[g.nbr]
+    indptr = np.zeros(len(g.names) + 1, np.int64)
+    indptr[1:] = np.cumsum(np.bincount(rows[keep], minlength=len(g.names)))
+    return indptr, g.nbr[keep], g.eid[keep], g.host_indptr, g.host_eid
 
 
 def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
@@ -295,7 +336,8 @@ def compiled_available() -> bool:
 
 def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
                         virtual: bytearray, terminal_link: np.ndarray, budget: int | None,
-                        out: tuple[np.ndarray, np.ndarray] | None = None
+                        out: tuple[np.ndarray, np.ndarray] | None = None,
+                        arrays: tuple[np.ndarray, ...] | None = None
                         ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
     """``steiner_sph_within(g, root, remaining, virtual, None, budget)`` (compiled),
     with the tree's weight and its stop-label count.
@@ -311,6 +353,8 @@ def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
     out : (numpy.ndarray, numpy.ndarray), optional
         Two int64 buffers at least as long as the number of switches, reused
         for the result (saves allocations over many calls).
+    arrays : tuple of numpy.ndarray, optional
+        The graph to use instead of ``g.arrays`` (:func:`induced_arrays`).
 
     Returns
     -------
@@ -327,10 +371,13 @@ def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
         out = (np.empty(len(g.names), np.int64), np.empty(len(g.names), np.int64))
     edges, nodes = out
     status, n_edges, n_nodes, weight, stops = sph_kernel(
-        g.arrays, np.frombuffer(virtual, np.uint8), terminal_link, root, remaining,
+        g.arrays if arrays is None else arrays, np.frombuffer(virtual, np.uint8),
+        terminal_link, root, remaining,
         -1 if budget is None else budget, edges, nodes)
     if status == 1:
         return None
+    if status == 3:
+        raise RuntimeError("compiled Steiner routine: deque bound exceeded (a bug)")
     if status == 2:
         raise ValueError(f"switch {g.names[int(edges[0])]} is not connected to the tree")
     return edges[:n_edges], nodes[:n_nodes], weight, stops

@@ -1,19 +1,19 @@
 """Compiled kernel of the encoder's shortest-path Steiner heuristic (optional numba).
 
 :func:`sph_run` is :func:`strategies.virtual_tree.steiner.steiner_sph_within` on the
-full switch graph, statement for statement: the same 0-1 BFS (a deque as a
-ring buffer: weight-0 links push to the front, weight-1 links to the back,
-links scanned in port order, strict improvements only), the same choice of
-the next terminal (smallest distance, ties to the lowest switch index), the
-same path walk and the same budget test (weight plus the stop labels that are
-already certain). It works in caller-owned buffers (:func:`sph_workspace`), so
-the encoder's greedy loop (:mod:`strategies.virtual_tree.encoder_kernel`) runs it
-once per candidate without allocating; :data:`sph_kernel` is the same routine
-with fresh buffers. Without numba (or with ``STACKCAST_NO_JIT=1``) they stay
-plain Python and :data:`sph_kernel` is ``None``: callers then run the pure-Python
-routine. ``tests/strategies/test_vt_steiner.py``
-checks that both give the same tree, edge for edge, on random graphs, weights
-and budgets.
+full switch graph, step for step: the same 0-1 BFS (a deque: weight-0 links
+push to the front, weight-1 links to the back, links scanned in port order,
+strict improvements only), the same choice of the next terminal (smallest
+distance, ties to the lowest switch index; here the lowest bit of the lowest
+non-empty distance bucket), the same path walk and the same budget test
+(weight plus the stop labels that are already certain). It works in
+caller-owned buffers (:func:`sph_workspace`), so the encoder's greedy loop
+(:mod:`strategies.virtual_tree.encoder_kernel`) runs it once per candidate
+without allocating; :data:`sph_kernel` is the same routine with fresh
+buffers. Without numba (or with ``STACKCAST_NO_JIT=1``) they stay plain
+Python and :data:`sph_kernel` is ``None``: callers then run the pure-Python
+routine. ``tests/strategies/test_vt_steiner.py`` checks that both give the
+same tree, edge for edge, on random graphs, weights and budgets.
 
 References
 ----------
@@ -41,25 +41,13 @@ for _i in range(64):
 sph_kernel: Callable[..., Any] | None = None
 
 
-def sph_workspace(n_switches: int, n_links: int, edge_count: int
+def sph_workspace(n_switches: int, edge_count: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Buffers of :func:`sph_run`: (work, in_tree, on_tree, ring buffer, buckets).
-
-    ``n_links`` is the length of the adjacency arrays (twice the switch links).
-    """
+    """Buffers of :func:`sph_run`: (work, in_tree, on_tree, deque, buckets)."""
     work = np.empty((6, max(n_switches, 1)), np.int64)
     work[TERM_POS, :] = -1
     return (work, np.zeros(n_switches, np.uint8), np.zeros(edge_count, np.uint8),
-            np.empty(n_switches + n_links + 1, np.int64), np.zeros((1, 1), np.uint64))
-
-
-def _grow(buf: np.ndarray, head: int, size: int) -> tuple[np.ndarray, int, int]:
-    """The full ring buffer ``buf`` copied in order into one twice its size."""
-    cap = buf.shape[0]
-    out = np.empty(2 * cap, np.int64)
-    for i in range(size):
-        out[i] = buf[(head + i) % cap]
-    return out, 0, 2 * cap
+            np.empty(4 * n_switches + 4, np.int64), np.zeros((1, 1), np.uint64))
 
 
 def _move(buckets: np.ndarray, p: int, old: int, new: int) -> None:
@@ -89,9 +77,9 @@ def _first(buckets: np.ndarray, low_bit: np.ndarray) -> int:
 def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.ndarray,
             root: int, remaining: np.ndarray, budget: int, edges: np.ndarray,
             nodes: np.ndarray, work: np.ndarray, in_tree: np.ndarray, on_tree: np.ndarray,
-            buf: np.ndarray, buckets: np.ndarray
-            ) -> tuple[int, int, int, int, int, np.ndarray, np.ndarray]:
-    """(status, tree links, tree switches, weight-1 links, stop labels, ring buffer, buckets).
+            deque: np.ndarray, buckets: np.ndarray
+            ) -> tuple[int, int, int, int, int, np.ndarray]:
+    """(status, tree links, tree switches, weight-1 links, stop labels, buckets).
 
     Parameters
     ----------
@@ -108,18 +96,19 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
     edges, nodes : numpy.ndarray of int64
         Receive the tree's links and switches (each at least as long as the
         number of switches).
-    work, in_tree, on_tree, buf, buckets : numpy.ndarray
+    work, in_tree, on_tree, deque, buckets : numpy.ndarray
         :func:`sph_workspace`, as this routine leaves them (``in_tree``,
         ``on_tree``, the buckets and the terminal positions are restored);
-        ``buf`` and ``buckets`` may be replaced by larger ones (returned).
+        ``buckets`` may be replaced by a larger one (returned).
 
     Returns
     -------
     tuple
         Status 0 = tree, 1 = budget reached, 2 = the terminal ``edges[0]`` is
-        not connected. The stop labels are the virtual links with an end on
-        the tree that are not tree links, plus the virtual host links at tree
-        switches that are not ``terminal_link`` s.
+        not connected, 3 = the deque bound failed (cannot happen). The stop
+        labels are the virtual links with an end on the tree that are not tree
+        links, plus the virtual host links at tree switches that are not
+        ``terminal_link`` s.
 
     Notes
     -----
@@ -134,7 +123,6 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
     active, term_pos = work[ACTIVE], work[TERM_POS]
     dist[:] = _INF
     pedge[root] = -1
-    cap = buf.shape[0]
     n_rem = remaining.shape[0]
     for i in range(n_rem):
         active[i] = 1
@@ -151,20 +139,25 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
     # sources of the next 0-1 BFS: nodes[src_lo:n_nodes] walked backwards
     # (root first; then each new path, terminal end first)
     src_lo = 0
+    # the deque: a 0-1 BFS pushes a node at most twice per round (its distance falls to
+    # the level being popped plus 0 or 1, then at most once more by one), so 2n pushes
+    # to either end of a buffer of 4n + 4 entries started in the middle never overflow
+    mid = deque.shape[0] // 2
     while True:
-        head = 0
-        size = 0
+        head = mid
+        tail = mid
         for k in range(n_nodes - 1, src_lo - 1, -1):
             s = nodes[k]
-            buf[size] = s
-            size += 1
+            deque[tail] = s
+            tail += 1
             dist[s] = 0
-        while size > 0:
-            u = buf[head]
+        while head < tail:
+            u = deque[head]
             head += 1
-            if head == cap:
-                head = 0
-            size -= 1
+            degree = indptr[u + 1] - indptr[u]
+            if head < degree or tail + degree > deque.shape[0]:
+                status = 3  # cannot happen (see above); never write out of bounds
+                break
             du = dist[u]
             du1 = du + 1
             for k in range(indptr[u], indptr[u + 1]):
@@ -177,22 +170,18 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
                         dist[v] = du
                         pred[v] = u
                         pedge[v] = e
-                        if size == cap:
-                            buf, head, cap = _grow(buf, head, size)
-                        head = head - 1 if head > 0 else cap - 1
-                        buf[head] = v
-                        size += 1
+                        head -= 1
+                        deque[head] = v
                 elif du1 < dist[v]:
                     if tracking and term_pos[v] >= 0 and active[term_pos[v]]:
                         _move(buckets, term_pos[v], dist[v], du1)
                     dist[v] = du1
                     pred[v] = u
                     pedge[v] = e
-                    if size == cap:
-                        buf, head, cap = _grow(buf, head, size)
-                    tail = head + size
-                    buf[tail if tail < cap else tail - cap] = v
-                    size += 1
+                    deque[tail] = v
+                    tail += 1
+        if status:
+            break
         if left == 0:
             break
         if not tracking:
@@ -263,8 +252,8 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
             _move(buckets, i, dist[t], -1)
         term_pos[t] = -1
     if status != 0:
-        return status, 0, 0, 0, 0, buf, buckets
-    return 0, n_edges, n_nodes, weight, stops, buf, buckets
+        return status, 0, 0, 0, 0, buckets
+    return 0, n_edges, n_nodes, weight, stops, buckets
 
 
 def _counts(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.ndarray,
@@ -297,10 +286,10 @@ def _sph(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.ndar
          ) -> tuple[int, int, int, int, int]:
     """:func:`sph_run` with fresh buffers: (status, tree links, tree switches, weight, stops)."""
     n = graph[0].shape[0] - 1
-    work, in_tree, on_tree, buf, buckets = sph_workspace(n, graph[1].shape[0], virt.shape[0])
-    status, n_edges, n_nodes, weight, stops, _, _ = sph_run(
+    work, in_tree, on_tree, deque, buckets = sph_workspace(n, virt.shape[0])
+    status, n_edges, n_nodes, weight, stops, _ = sph_run(
         graph, virt, terminal_link, root, remaining, budget, edges, nodes, work, in_tree,
-        on_tree, buf, buckets)
+        on_tree, deque, buckets)
     return status, n_edges, n_nodes, weight, stops
 
 
@@ -311,7 +300,6 @@ if os.environ.get("STACKCAST_NO_JIT", "") in ("", "0"):
         pass
     else:
         sph_workspace = numba.njit(cache=True, nogil=True)(sph_workspace)
-        _grow = numba.njit(cache=True, nogil=True)(_grow)
         _move = numba.njit(cache=True, nogil=True)(_move)
         _first = numba.njit(cache=True, nogil=True)(_first)
         _counts = numba.njit(cache=True, nogil=True)(_counts)

@@ -18,6 +18,8 @@ from support.random_topologies import topologies
 from strategies.virtual_tree.steiner import (
     compiled_available,
     encoder_graph,
+    induced_adjacency,
+    steiner_sph,
     steiner_sph_counted,
     steiner_sph_within,
 )
@@ -70,3 +72,22 @@ def test_compiled_kernel_equals_the_python_routine(case):
     edges, nodes, weight, stops = got
     assert (edges.tolist(), nodes.tolist()) == want
     assert (weight, stops) == recount(g, virtual, want[0], want[1], hosts)
+
+
+@settings(max_examples=200)
+@given(steiner_cases(), st.data())
+def test_compiled_routine_inside_an_induced_subgraph(case, data):
+    """``steiner_sph(within=...)`` (the kernel on the induced subgraph's arrays) gives the
+    Python routine's tree on the induced adjacency, or the same error."""
+    topo, g, virtual, root, terms, _, _ = case
+    within = np.array(data.draw(st.lists(st.booleans(), min_size=len(g.names),
+                                         max_size=len(g.names))), np.bool_)
+    within[root] = True
+    terms = [t for t in terms if within[t]]
+    try:
+        want = steiner_sph_within(g, root, terms, virtual, induced_adjacency(g, within), None)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)):
+            steiner_sph(g, root, terms, virtual, within=within)
+        return
+    assert steiner_sph(g, root, terms, virtual, within=within) == want
