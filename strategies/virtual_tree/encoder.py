@@ -304,10 +304,11 @@ def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree] | Tre
         listed = trees.trees if isinstance(trees, TreeTables) else trees
         return encode_reference(topology, listed, publisher, receivers, options)
     tables = trees if isinstance(trees, TreeTables) else tree_tables(trees)
-    ids, stops, hops, delivery = encode_arrays(topology, encoder_graph(topology), tables,
-                                               publisher, receivers, options)
-    return VtEncoding(trees=tuple(ids.tolist()), stops=tuple(stops.tolist()),
-                      hops=tuple(hops.tolist()), delivery_edges=frozenset(delivery.tolist()))
+    got = encode_arrays(topology, encoder_graph(topology), tables, publisher, receivers,
+                        options)
+    ids, cut = got.ids.tolist(), got.n_trees + got.n_stops
+    return VtEncoding(trees=tuple(ids[:got.n_trees]), stops=tuple(ids[got.n_trees:cut]),
+                      hops=tuple(ids[cut:]), delivery_edges=frozenset(got.delivery.tolist()))
 
 
 def encode_reference(topology: Topology, trees: Sequence[CompiledTree], publisher: str,

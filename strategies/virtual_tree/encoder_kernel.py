@@ -20,6 +20,12 @@ What it does differently, none of which changes a result:
   and reset in place; every buffer is allocated once per notification.
 - Only the final stop set is built (the reference builds one per accepted
   candidate; only the last is kept).
+- A candidate that adds no switch link to the virtual ones (its links are
+  all selected already, or the new ones are host links) leaves every
+  switch link's weight, hence the Steiner tree, as it is: its cost is the
+  best one plus its label, minus the receiver host links it makes virtual,
+  plus the new host links at tree switches that become stops; no Steiner
+  computation.
 - The candidate order is a stable counting sort by overlap of the per-state
   order by (size descending, tree id) (:func:`tree_order`).
 
@@ -34,7 +40,7 @@ Seed 000 §5.2.7 (Algorithm 5.1); digest ch. 5-7 §1.6, A1-A3.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,6 +52,21 @@ encode_kernel: Callable[..., Any] | None = None
 
 #: ``mode`` codes of :func:`encode_loop`.
 SINGLE_PASS, BEST_IMPROVEMENT = 0, 1
+#: What :func:`encode_loop`'s packed arguments hold, in order.
+GRAPH_PARTS = ("indptr", "nbr", "eid", "host_indptr", "host_eid", "end_a", "end_b",
+               "link_switch", "host_switch", "host_edge", "host_link_ptr", "host_link_eid")
+TREE_PARTS = ("tree_ids", "t_ptr", "t_edges", "t_node_ptr", "t_nodes", "order")
+#: ``label_spec`` of :func:`encode_loop` that packs no labels.
+NO_LABELS = np.array([-1, 0, 0, 0, 0], np.int64)
+
+
+def pack(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 array holding ``arrays`` one after the other, and where each starts
+    (one call argument instead of many: numba's call overhead grows with them)."""
+    parts = np.zeros(len(arrays) + 1, np.int64)
+    parts[1:] = np.cumsum([len(a) for a in arrays])
+    blob = np.concatenate([np.zeros(0, np.int64), *(np.asarray(a, np.int64) for a in arrays)])
+    return blob, parts
 
 
 def tree_order(sizes: np.ndarray, tree_ids: np.ndarray) -> np.ndarray:
@@ -53,25 +74,22 @@ def tree_order(sizes: np.ndarray, tree_ids: np.ndarray) -> np.ndarray:
     return np.lexsort((tree_ids, -sizes)).astype(np.int64)
 
 
-def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndarray,
-                link_switch: np.ndarray, host_switch: np.ndarray, host_edge: np.ndarray,
-                host_link_ptr: np.ndarray, host_link_eid: np.ndarray, t_ptr: np.ndarray,
-                t_edges: np.ndarray, t_node_ptr: np.ndarray, t_nodes: np.ndarray,
-                order: np.ndarray, publisher: int, receivers: np.ndarray, mode: int,
-                patience: int, prefilter: bool, prune: bool
-                ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.ndarray,
+                tree_parts: np.ndarray, publisher: int, receivers: np.ndarray, mode: int,
+                patience: int, prefilter: bool, prune: bool, label_spec: np.ndarray
+                ) -> tuple[int, np.ndarray, int, int, np.ndarray, np.ndarray]:
     """Algorithm 5.1 for one notification.
 
     Parameters
     ----------
-    graph, end_a, end_b, link_switch, host_switch, host_edge, host_link_ptr, host_link_eid
-        The topology (:class:`~strategies.virtual_tree.steiner.EncoderGraph`).
-    t_ptr, t_edges : numpy.ndarray
-        Tree ``k``'s edge ids (ascending) are ``t_edges[t_ptr[k]:t_ptr[k + 1]]``.
-    t_node_ptr, t_nodes : numpy.ndarray
-        Its switch indices (its mask) in the same form.
-    order : numpy.ndarray
-        :func:`tree_order` of the trees.
+    graph_blob, graph_parts : numpy.ndarray
+        The topology's arrays (:data:`GRAPH_PARTS` of
+        :class:`~strategies.virtual_tree.steiner.EncoderGraph`) packed by :func:`pack`.
+    tree_blob, tree_parts : numpy.ndarray
+        The trees' arrays (:data:`TREE_PARTS`) packed by :func:`pack`: tree
+        ``k`` has id ``tree_ids[k]``, edge ids ``t_edges[t_ptr[k]:t_ptr[k + 1]]``
+        (ascending) and switch indices (its mask)
+        ``t_nodes[t_node_ptr[k]:t_node_ptr[k + 1]]``; ``order`` is :func:`tree_order`.
     publisher : int
         Host id of the publisher.
     receivers : numpy.ndarray
@@ -81,16 +99,30 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
     patience : int
         < 0: none.
     prefilter, prune : bool
+    label_spec : numpy.ndarray
+        ``[id_bits, max_id, tree kind, stop kind, hop kind]`` of the label
+        format (``id_bits < 0``: no labels, :data:`NO_LABELS`).
 
     Returns
     -------
-    (status, trees, stops, hops, delivery)
-        Status 0, or 2 with ``trees[0]`` the switch that is not connected (3:
-        :func:`~strategies.virtual_tree.steiner_jit.sph_run` failed its deque bound);
-        the selected tree positions in selection order, the stop edge ids
-        (ascending), the hop edge ids (grouped by switch, depth first) and
-        the delivery edges (tree links, then receiver host links).
+    (status, ids, n_trees, n_stops, labels, delivery)
+        Status 0, or 2 with ``ids[0]`` the switch that is not connected (3:
+        :func:`~strategies.virtual_tree.steiner_jit.sph_run` failed its deque bound).
+        ``ids``: the selected tree ids in selection order, then the stop edge
+        ids (ascending), then the hop edge ids (grouped by switch, depth
+        first); ``labels``: their labels (``(kind << id_bits) | id``), empty if
+        an id does not fit ``0..max_id`` (or no labels were asked);
+        ``delivery``: the delivery edges (tree links, then receiver host links).
     """
+    gp, tp = graph_blob, graph_parts
+    graph = (gp[tp[0]:tp[1]], gp[tp[1]:tp[2]], gp[tp[2]:tp[3]], gp[tp[3]:tp[4]],
+             gp[tp[4]:tp[5]])
+    end_a, end_b, link_switch = gp[tp[5]:tp[6]], gp[tp[6]:tp[7]], gp[tp[7]:tp[8]]
+    host_switch, host_edge = gp[tp[8]:tp[9]], gp[tp[9]:tp[10]]
+    host_link_ptr, host_link_eid = gp[tp[10]:tp[11]], gp[tp[11]:tp[12]]
+    tb, tq = tree_blob, tree_parts
+    tree_ids, t_ptr, t_edges = tb[tq[0]:tq[1]], tb[tq[1]:tq[2]], tb[tq[2]:tq[3]]
+    t_node_ptr, t_nodes, order = tb[tq[3]:tq[4]], tb[tq[4]:tq[5]], tb[tq[5]:tq[6]]
     n = graph[0].shape[0] - 1
     n_edge_ids = end_a.shape[0]
     n_trees = t_ptr.shape[0] - 1
@@ -135,9 +167,10 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
     if status >= 2:
         bad = np.empty(1, np.int64)
         bad[0] = best_edges[0]
-        return status, bad, empty, empty, empty
+        return status, bad, 0, 0, empty, empty
     host = n_recv
     best_cost = weight + host + stops
+    best_weight, best_stops = weight, stops
     # -- candidates: overlap with the initial delivery edges, stable by the per-state order
     initial = np.zeros(n_edge_ids, np.uint8)
     for i in range(nbe):
@@ -202,6 +235,8 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
         pick = -1
         pick_pieces = 0
         pick_host = 0
+        pick_weight = 0
+        pick_stops = 0
         nre = 0
         nrn = 0
         for i in range(n_pool):
@@ -227,6 +262,8 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
             t_pieces = pieces - dec + (1 if merged_term else 0)
             # trial weights: t's links become virtual
             n_fresh = 0
+            fresh_switch_links = 0
+            fresh_stops = 0  # new virtual host links at tree switches (same tree)
             t_host = host
             for j in range(t_ptr[t], t_ptr[t + 1]):
                 e = t_edges[j]
@@ -235,16 +272,29 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
                     fresh[n_fresh] = e
                     n_fresh += 1
                     t_host -= is_recv_edge[e]
+                    if end_a[e] >= 0:
+                        fresh_switch_links += 1
+                    elif dt_node[link_switch[e]] and not terminal_link[e]:
+                        fresh_stops += 1
             trees = n_chosen + 1
             ok = False
+            ne = nn = weight = stops = 0
             if trees + max(0, t_pieces - 1) + t_host < bound:
                 budget = bound - t_host - trees
-                if budget > 0:
+                if budget > 0 and fresh_switch_links == 0:
+                    # the switch links weigh as before: the Steiner tree is the best one
+                    weight, stops = best_weight, best_stops + fresh_stops
+                    ok = weight + t_host + trees + stops < bound
+                    if ok:
+                        ne, nn = nbe, nbn
+                        trial_edges[:nbe] = best_edges[:nbe]
+                        trial_nodes[:nbn] = best_nodes[:nbn]
+                elif budget > 0:
                     status, ne, nn, weight, stops, buckets = sph_run(
                         graph, virt, terminal_link, root, remaining, budget, trial_edges,
                         trial_nodes, work, in_tree, on_tree, deque, buckets)
                     if status == 3:
-                        return 3, empty, empty, empty, empty
+                        return 3, empty, 0, 0, empty, empty
                     ok = status == 0 and weight + t_host + trees + stops < bound
             for j in range(n_fresh):
                 virt[fresh[j]] = 0
@@ -253,6 +303,7 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
                 continue
             bound = weight + t_host + trees + stops
             pick, pick_pieces, pick_host = i, t_pieces, t_host
+            pick_weight, pick_stops = weight, stops
             trial_edges, round_edges = round_edges, trial_edges
             trial_nodes, round_nodes = round_nodes, trial_nodes
             nre, nrn = ne, nn
@@ -265,9 +316,11 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
                 chosen[n_chosen] = t
                 n_chosen += 1
                 pieces, host, best_cost = pick_pieces, pick_host, bound
+                best_weight, best_stops = pick_weight, pick_stops
                 best_edges, round_edges = round_edges, best_edges
                 best_nodes, round_nodes = round_nodes, best_nodes
                 nbe, nbn = nre, nrn
+                _mark(dt_node, best_nodes, nbn)
                 idle = 0
         if mode == SINGLE_PASS or pick < 0:
             break
@@ -279,9 +332,11 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
         chosen[n_chosen] = t
         n_chosen += 1
         pieces, host, best_cost = pick_pieces, pick_host, bound
+        best_weight, best_stops = pick_weight, pick_stops
         best_edges, round_edges = round_edges, best_edges
         best_nodes, round_nodes = round_nodes, best_nodes
         nbe, nbn = nre, nrn
+        _mark(dt_node, best_nodes, nbn)
         for i in range(pick, n_pool - 1):
             pool[i] = pool[i + 1]
         n_pool -= 1
@@ -338,7 +393,34 @@ def encode_loop(graph: tuple[np.ndarray, ...], end_a: np.ndarray, end_b: np.ndar
     delivery = np.empty(nbe + n_recv, np.int64)
     delivery[:nbe] = best_edges[:nbe]
     delivery[nbe:] = recv_e
-    return 0, chosen[:n_chosen].copy(), stop_ids, hops, delivery
+    ids = np.empty(n_chosen + n_stops + hops.shape[0], np.int64)
+    for i in range(n_chosen):
+        ids[i] = tree_ids[chosen[i]]
+    ids[n_chosen:n_chosen + n_stops] = stop_ids
+    ids[n_chosen + n_stops:] = hops
+    return 0, ids, n_chosen, n_stops, _labels(ids, n_chosen, n_stops, label_spec), delivery
+
+
+def _labels(ids: np.ndarray, n_trees: int, n_stops: int, spec: np.ndarray) -> np.ndarray:
+    """The labels of ``ids`` (trees, stops, hops) by ``spec`` (see :func:`encode_loop`)."""
+    id_bits, max_id = spec[0], spec[1]
+    if id_bits < 0:
+        return np.empty(0, np.int64)
+    out = np.empty(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        x = ids[i]
+        if x < 0 or x > max_id:
+            return np.empty(0, np.int64)
+        kind = spec[2] if i < n_trees else spec[3] if i < n_trees + n_stops else spec[4]
+        out[i] = (kind << id_bits) | x
+    return out
+
+
+def _mark(flags: np.ndarray, items: np.ndarray, count: int) -> None:
+    """``flags`` = 1 at ``items[:count]``, 0 elsewhere."""
+    flags[:] = 0
+    for i in range(count):
+        flags[items[i]] = 1
 
 
 def _select(t: int, label: int, stamp: int, comp: np.ndarray, comp_term: np.ndarray,
@@ -446,4 +528,6 @@ if os.environ.get("STACKCAST_NO_JIT", "") in ("", "0"):
     else:
         _select = numba.njit(cache=True, nogil=True)(_select)
         _preorder_hops = numba.njit(cache=True, nogil=True)(_preorder_hops)
+        _labels = numba.njit(cache=True, nogil=True)(_labels)
+        _mark = numba.njit(cache=True, nogil=True)(_mark)
         encode_kernel = numba.njit(cache=True, nogil=True)(encode_loop)

@@ -50,9 +50,9 @@ switches); digest ch. 5-7 §1.3, §1.4, §1.7, A8, A9.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -81,10 +81,9 @@ from strategies.virtual_tree.encoder import (
     encode_virtual_trees,
     encoder_graph,
     steiner_sph,
-    tree_tables,
 )
 from strategies.virtual_tree.encoder_kernel import encode_kernel
-from strategies.virtual_tree.encoder_tables import encode_arrays
+from strategies.virtual_tree.encoder_tables import encode_arrays, installed_tables
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -192,16 +191,6 @@ def host_links(topology: Topology, switches: Iterable[str]) -> frozenset[int]:
         for h in topology.hosts_of(s):
             out.add(topology.ports(s)[topology.port_to(s, h)].link.edge_id)
     return frozenset(out)
-
-
-def label_values(fmt: LabelFormat, ids: np.ndarray, kind: int,
-                 make: Callable[[LabelFormat, int], int]) -> list[int]:
-    """``[make(fmt, i) for i in ids]`` (``make``: ``tree_label``, ``stop_label`` or
-    ``hop_label`` of ``kind``), packed at once when every id fits; otherwise ``make``
-    raises its ``FieldRangeError`` at the first that does not."""
-    if ids.size and (int(ids.min()) < 0 or int(ids.max()) > fmt.max_id):
-        return [make(fmt, int(i)) for i in ids]
-    return (ids | (kind << fmt.id_bits)).tolist()  # type: ignore[no-any-return]
 
 
 # -- installation -------------------------------------------------------------
@@ -590,8 +579,10 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
 
         def build() -> TreeTables:
             g = encoder_graph(topology)
-            return tree_tables([compile_tree(topology, g, t.tree_id, t.edges)
-                                for t in published_trees(state)])
+            trees = published_trees(state)
+            return installed_tables(
+                g, [t.tree_id for t in trees], [t.edges for t in trees],
+                lambda: tuple(compile_tree(topology, g, t.tree_id, t.edges) for t in trees))
 
         return self.caches.vt_compiled.get_or_make(  # type: ignore[no-any-return]
             (Identity(state), Identity(topology)), build)
@@ -605,28 +596,38 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
         return EncoderOptions(mode=p.mode, patience=p.patience, steiner=p.steiner,
                               prefilter=p.prefilter, prune_unused=p.prune_unused)
 
+    @cached_property
+    def _encoder(self) -> tuple[LabelFormat, EncoderOptions, np.ndarray]:
+        """(label format, encoder options, the kernel's label spec) of the parameters."""
+        fmt = label_format(self.params)
+        spec = np.array([fmt.id_bits, fmt.max_id, KIND_TREE, KIND_STOP, KIND_HOP], np.int64)
+        return fmt, self.encoder_options(), spec
+
     def labels(self, topology: Topology, state: ControlState, publisher: str,
                receivers: frozenset[str]) -> list[int]:
         """Tree labels, then stops, then hops (digest A6)."""
-        fmt = label_format(self.params)
-        options = self.encoder_options()
+        fmt, options, spec = self._encoder
         tables = self.tree_tables(topology, state)
-        if encode_kernel is not None and options.steiner == "sph":
-            trees, stops, hops, _ = encode_arrays(topology, encoder_graph(topology), tables,
-                                                  publisher, receivers, options)
-        else:
+        if encode_kernel is None or options.steiner != "sph":
             enc = encode_virtual_trees(topology, tables, publisher, receivers, options)
-            trees, stops, hops = (np.array(x, np.int64) for x in (enc.trees, enc.stops,
-                                                                  enc.hops))
-        return (label_values(fmt, trees, KIND_TREE, tree_label)
-                + label_values(fmt, stops, KIND_STOP, stop_label)
-                + label_values(fmt, hops, KIND_HOP, hop_label))
+            return ([tree_label(fmt, t) for t in enc.trees]
+                    + [stop_label(fmt, e) for e in enc.stops]
+                    + [hop_label(fmt, e) for e in enc.hops])
+        got = encode_arrays(topology, encoder_graph(topology), tables, publisher, receivers,
+                            options, spec)
+        if len(got.labels) == len(got.ids):
+            return got.labels.tolist()  # type: ignore[no-any-return]
+        # an id does not fit: the reference's label functions raise its error
+        cut = got.n_trees + got.n_stops
+        return ([tree_label(fmt, t) for t in got.ids[:got.n_trees].tolist()]
+                + [stop_label(fmt, e) for e in got.ids[got.n_trees:cut].tolist()]
+                + [hop_label(fmt, e) for e in got.ids[cut:].tolist()])
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
         check_receivers(notification.publisher, receivers)
         if not receivers:
             return Encoding(())
-        fmt = label_format(self.params)
         labels = self.labels(topology, state, notification.publisher, receivers)
-        return encode_stacks(topology, self.params, fmt, notification, payload, labels)
+        return encode_stacks(topology, self.params, self._encoder[0], notification, payload,
+                             labels)

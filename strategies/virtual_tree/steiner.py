@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import networkx as nx
 import numpy as np
 
+from strategies.virtual_tree.encoder_kernel import GRAPH_PARTS, pack
 from strategies.virtual_tree.steiner_jit import sph_kernel
 from topologies.model import Topology
 
@@ -65,12 +66,18 @@ class EncoderGraph:
         Edge id -> its switch indices (``ends``), -1 for host links.
     link_switch : numpy.ndarray
         Edge id -> the switch of a host link, -1 for switch links.
+    host_index : dict
+        Host -> host id (its index in the topology's hosts).
     host_switch, host_edge : numpy.ndarray
-        Host id (the topology's host order) -> ``host_link``.
+        Host id -> ``host_link``.
     host_link_ptr, host_link_eid : numpy.ndarray
         Host id -> edge ids of all its links (``host_edges``, compressed).
     edge_ports : tuple
         Edge id -> ``(switch, port)`` of each of its switch ends (a, then b).
+    packed : (numpy.ndarray, numpy.ndarray)
+        The arrays above in the order of
+        :data:`strategies.virtual_tree.encoder_kernel.GRAPH_PARTS`, packed into one
+        (:func:`~strategies.virtual_tree.encoder_kernel.pack`).
     """
 
     names: tuple[str, ...]
@@ -88,11 +95,14 @@ class EncoderGraph:
     end_a: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     end_b: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     link_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_index: dict[str, int] = field(default_factory=dict)
     host_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_edge: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_link_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     host_link_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     edge_ports: tuple[tuple[tuple[str, int], ...], ...] = ()
+    packed: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.zeros(0, np.int64), np.zeros(1, np.int64)))
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -142,20 +152,22 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
         edge_ports[lk.edge_id] = tuple((node, port) for node, port in
                                        ((lk.a, lk.a_port), (lk.b, lk.b_port))
                                        if not topology.is_host(node))
-    return EncoderGraph(names=tuple(topology.switches), index=index,
-                        adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
-                        host_link=host_link, edge_count=edge_count, indptr=indptr,
-                        nbr=np.array([j for j, _ in flat], np.int64),
-                        eid=np.array([e for _, e in flat], np.int64),
-                        host_indptr=host_indptr,
-                        host_eid=np.array([e for row in host_adj for e in row], np.int64),
-                        host_edges={h: tuple(es) for h, es in host_edges.items()},
-                        end_a=end_a, end_b=end_b, link_switch=link_switch,
-                        host_switch=np.array([s for s, _ in hosts], np.int64),
-                        host_edge=np.array([e for _, e in hosts], np.int64),
-                        host_link_ptr=host_link_ptr,
-                        host_link_eid=np.array([e for es in per_host for e in es], np.int64),
-                        edge_ports=tuple(edge_ports))
+    g = EncoderGraph(names=tuple(topology.switches), index=index,
+                 adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
+                 host_link=host_link, edge_count=edge_count, indptr=indptr,
+                 nbr=np.array([j for j, _ in flat], np.int64),
+                 eid=np.array([e for _, e in flat], np.int64),
+                 host_indptr=host_indptr,
+                 host_eid=np.array([e for row in host_adj for e in row], np.int64),
+                 host_edges={h: tuple(es) for h, es in host_edges.items()},
+                 end_a=end_a, end_b=end_b, link_switch=link_switch,
+                 host_index={h: i for i, h in enumerate(topology.hosts)},
+                 host_switch=np.array([s for s, _ in hosts], np.int64),
+                 host_edge=np.array([e for _, e in hosts], np.int64),
+                 host_link_ptr=host_link_ptr,
+                 host_link_eid=np.array([e for es in per_host for e in es], np.int64),
+                 edge_ports=tuple(edge_ports))
+    return replace(g, packed=pack([getattr(g, name) for name in GRAPH_PARTS]))
 
 
 # -- Steiner heuristics ---------------------------------------------------------

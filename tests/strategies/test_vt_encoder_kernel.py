@@ -11,6 +11,7 @@ publishers and receivers, and every encoder option the kernel covers.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ from strategies.virtual_tree.encoder import (
     tree_tables,
 )
 from strategies.virtual_tree.encoder_kernel import encode_kernel
+from strategies.virtual_tree.encoder_tables import installed_tables
 from strategies.virtual_tree.installation import steiner_links
 from topologies.specs import load_topology
 
@@ -81,13 +83,22 @@ def encoder_cases(draw, max_switches=14):
     return topo, trees, pub, recv, options
 
 
+def same_tables(a, b):
+    return all(np.array_equal(getattr(a, f), getattr(b, f))
+               for f in ("tree_ids", "t_ptr", "t_edges", "t_node_ptr", "t_nodes", "order"))
+
+
 @settings(max_examples=400, deadline=None)
 @given(encoder_cases())
 def test_compiled_encoder_equals_the_reference(case):
     topo, trees, pub, recv, options = case
     want = encode_reference(topo, trees, pub, recv, options)
     assert encode_virtual_trees(topo, trees, pub, recv, options) == want
-    assert encode_virtual_trees(topo, tree_tables(trees), pub, recv, options) == want
+    # the tables of an installed state, built from the link ids at once
+    tables = installed_tables(encoder_graph(topo), [t.tree_id for t in trees],
+                              [sorted(t.edges) for t in trees], lambda: tuple(trees))
+    assert same_tables(tables, tree_tables(trees))
+    assert encode_virtual_trees(topo, tables, pub, recv, options) == want
 
 
 @settings(max_examples=40, deadline=None)
@@ -108,6 +119,7 @@ def test_compiled_encoder_on_dfn_with_40_rules(name):
     strategy = make_strategy(name, {"max_rules": 40})
     state = strategy.install(topo, Knowledge(population=pop, seed=3))
     tables = strategy.tree_tables(topo, state)
+    assert same_tables(tables, tree_tables(tables.trees))
     rng = child_rng(3, "notes")
     checked = 0
     while checked < 25:
