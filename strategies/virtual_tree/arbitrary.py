@@ -23,7 +23,8 @@ alike. Steiner trees are the encoder's shortest-path heuristic
     after round (``max_rounds``) until memory is full.
 ``vt-cycles`` (§6.3.1)
     One ring VT per cycle of a minimum cycle basis (Horton's candidates,
-    greedy independence over GF(2): deterministic), then unions of 2, 3, ...
+    greedy independence over GF(2): deterministic;
+    :mod:`strategies.virtual_tree.cycle_basis`), then unions of 2, 3, ...
     basis cycles whose union is connected (up to ``max_combination``), while
     memory lasts. ``ring=false`` drops each ring's highest-id link (the
     digest's ``cycle_vt_as_path``). Rings are fine for the encoder: stops cut
@@ -56,10 +57,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import networkx as nx
+import numpy as np
 
 from sim.dataplanes.seeds import child_rng
 from sim.dataplanes.trees import bfs_parents
 from strategies.base import Knowledge, register_strategy
+from strategies.virtual_tree.cycle_basis import cycle_basis_fast
 from strategies.virtual_tree.encoder import encoder_graph, steiner_sph
 from strategies.virtual_tree.installation import (
     Candidate,
@@ -125,15 +128,14 @@ def induced_steiner(topology: Topology, terminals: Sequence[str], within: Iterab
     """Steiner tree over ``terminals`` inside the subgraph induced by ``within``;
     the whole graph if they are not connected there."""
     g = encoder_graph(topology)
-    keep = bytearray(len(g.names))
+    keep = np.zeros(len(g.names), np.bool_)
     for s in within:
-        keep[g.index[s]] = 1
-    adj = [tuple((v, e) for v, e in nb if keep[v]) if keep[u] else () for u, nb in enumerate(g.adj)]
+        keep[g.index[s]] = True
     idx = sorted({g.index[t] for t in terminals})
     if len(idx) < 2:
         return frozenset()
     try:
-        edges, _ = steiner_sph(g, idx[0], idx, adj=adj)
+        edges, _ = steiner_sph(g, idx[0], idx, within=keep)
     except ValueError:
         return steiner_links(topology, terminals)
     return frozenset(edges)
@@ -340,54 +342,6 @@ class RandomVariant(VirtualTreeStrategy):
 # -- cycles -------------------------------------------------------------------
 
 
-def minimum_cycle_basis(topology: Topology) -> list[frozenset[int]]:
-    """A minimum cycle basis of the switch graph as link sets (Horton, deterministic).
-
-    Candidates: for every switch w and link (u, v), the BFS paths w-u and w-v
-    plus (u, v) when they meet only at w; sorted by length, then by their
-    sorted link ids; kept greedily while independent over GF(2).
-    """
-    g = encoder_graph(topology)
-    eid = {pair: e for e, pair in enumerate(g.ends) if pair is not None}
-    cands: set[frozenset[int]] = set()
-    for w in range(len(g.names)):
-        parent = {g.index[c]: g.index[p]
-                  for c, p in bfs_parents(topology, g.names[w]).items()}
-
-        def path(x: int, parent: dict[int, int] = parent, w: int = w) -> list[int]:
-            out = [x]
-            while x != w:
-                x = parent[x]
-                out.append(x)
-            return out
-
-        for (u, v), e in eid.items():
-            pu, pv = path(u), path(v)
-            if len(pu) + len(pv) < 4 or set(pu) & set(pv) != {w}:
-                continue
-            links = {e}
-            for seq in (pu, pv):
-                for a, b in zip(seq, seq[1:], strict=False):
-                    links.add(eid[(a, b) if a < b else (b, a)])
-            cands.add(frozenset(links))
-    ordered = sorted(cands, key=lambda c: (len(c), sorted(c)))
-    pivots: dict[int, int] = {}
-    basis: list[frozenset[int]] = []
-    need = topology.switch_graph.number_of_edges() - len(g.names) + 1
-    for c in ordered:
-        if len(basis) >= need:
-            break
-        vec = sum(1 << e for e in c)
-        while vec:
-            top = vec.bit_length() - 1
-            if top not in pivots:
-                pivots[top] = vec
-                basis.append(c)
-                break
-            vec ^= pivots[top]
-    return basis
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CyclesParams(ArbitraryParams):
     """:class:`ArbitraryParams` plus
@@ -426,7 +380,7 @@ class Cycles(VirtualTreeStrategy):
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
         p = self.params
-        basis = minimum_cycle_basis(topology)
+        basis = cycle_basis_fast(topology)
         masks = []
         for c in basis:
             m = 0

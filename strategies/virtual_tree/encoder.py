@@ -39,10 +39,14 @@ BFS). Distances are maintained incrementally (0-1 BFS from each newly added
 path), integer-indexed, with no graph copies. ``steiner="kou"`` /
 ``"mehlhorn"`` call :func:`networkx.algorithms.approximation.steiner_tree`
 on a weighted copy of the switch graph (slow; for comparison). The routines
-live in :mod:`strategies.virtual_tree.steiner`; with numba installed the SPH runs as a
-compiled kernel (:mod:`strategies.virtual_tree.steiner_jit`, same trees link for link,
-property-tested), which also counts the candidate's stop labels, so a
-candidate that does not pay is rejected without building its stop set.
+live in :mod:`strategies.virtual_tree.steiner`.
+
+With numba installed and ``steiner="sph"``, :func:`encode_virtual_trees` runs
+the whole greedy loop compiled (:mod:`strategies.virtual_tree.encoder_kernel`
+over the flat :class:`~strategies.virtual_tree.encoder_tables.TreeTables` of
+the installed VTs): the same encodings, label for label (property-tested
+against :func:`encode_reference`, the pure-Python definition here, which also
+runs without numba or with ``STACKCAST_NO_JIT=1``).
 
 Deviations from the literal pseudo-code (digest ch. 5-7 §1.6, A1-A3):
 
@@ -75,22 +79,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
+from strategies.virtual_tree.encoder_kernel import encode_kernel
+from strategies.virtual_tree.encoder_tables import TreeTables, encode_arrays, tree_tables
 from strategies.virtual_tree.steiner import (
     EncoderGraph,
-    compiled_available,
     encoder_graph,
     steiner_networkx,
     steiner_sph,
-    steiner_sph_counted,
     steiner_sph_within,
 )
 from topologies.model import Topology
 
-__all__ = ["CompiledTree", "EncoderGraph", "EncoderOptions", "VtEncoding", "compile_tree",
-           "encode_virtual_trees", "encoder_graph", "steiner_networkx", "steiner_sph",
-           "steiner_sph_within"]
+__all__ = ["CompiledTree", "EncoderGraph", "EncoderOptions", "TreeTables", "VtEncoding",
+           "compile_tree", "encode_reference", "encode_virtual_trees", "encoder_graph",
+           "steiner_networkx", "steiner_sph", "steiner_sph_within", "tree_tables"]
 
 EncoderMode = Literal["sorted_single_pass", "best_improvement"]
 SteinerMethod = Literal["sph", "kou", "mehlhorn"]
@@ -183,8 +185,7 @@ class _Problem:
     """One notification: terminals, host links and the Steiner routine."""
 
     def __init__(self, topology: Topology, g: EncoderGraph, publisher: str,
-                 receivers: frozenset[str], options: EncoderOptions, compiled: bool = True
-                 ) -> None:
+                 receivers: frozenset[str], options: EncoderOptions) -> None:
         self.g = g
         self.root = g.host_link[publisher][0]
         hosts = sorted(receivers, key=topology.host_id)
@@ -196,15 +197,6 @@ class _Problem:
         for t in self.terms:
             self.term_mask |= 1 << t
         self.options = options
-        #: the compiled SPH routine (same trees as ``steiner_sph_within``)
-        self.compiled = compiled and options.steiner == "sph" and compiled_available()
-        if self.compiled:
-            self.remaining = np.array(self.terms[1:] if self.terms[0] == self.root else
-                                      [t for t in self.terms if t != self.root], np.int64)
-            self.out = (np.empty(len(g.names), np.int64), np.empty(len(g.names), np.int64))
-            self.terminal_link = np.zeros(g.edge_count, np.uint8)
-            for h in self.terminal_hosts:
-                self.terminal_link[list(g.host_edges[h])] = 1
 
     def steiner(self, virtual: bytearray, budget: int | None = None
                 ) -> tuple[list[int], list[int]] | None:
@@ -222,17 +214,6 @@ class _Problem:
         budget = None if bound is None else bound - host - len(trees)
         if budget is not None and budget <= 0:
             return None
-        if self.compiled:
-            counted = steiner_sph_counted(self.g, self.root, self.remaining, virtual,
-                                          self.terminal_link, budget, self.out)
-            if counted is None:
-                return None
-            tree_edges, tree_nodes, weight, n_stops = counted
-            cost = weight + host + len(trees) + n_stops
-            if bound is not None and cost >= bound:
-                return None  # (the reference gives an evaluation that is never kept)
-            edges, nodes = tree_edges.tolist(), tree_nodes.tolist()
-            return _Eval(cost, edges, nodes, self.stops(trees, edges, nodes))
         found = self.steiner(virtual, budget)
         if found is None:
             return None
@@ -292,16 +273,21 @@ def _merge_component(components: list[int], mask: int) -> list[int]:
     return out
 
 
-def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree], publisher: str,
-                         receivers: frozenset[str], options: EncoderOptions = EncoderOptions()
-                         ) -> VtEncoding:
+def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree] | TreeTables,
+                         publisher: str, receivers: frozenset[str],
+                         options: EncoderOptions = EncoderOptions()) -> VtEncoding:
     """Run Algorithm 5.1 for one notification.
+
+    Compiled (:func:`~strategies.virtual_tree.encoder_tables.encode_arrays`) when
+    numba is available and ``options.steiner`` is ``"sph"``, else
+    :func:`encode_reference`; both give the same encoding.
 
     Parameters
     ----------
     topology : Topology
-    trees : sequence of CompiledTree
-        The installed VTs (``T_virt``).
+    trees : sequence of CompiledTree, or TreeTables
+        The installed VTs (``T_virt``); their :func:`tree_tables` saves
+        rebuilding the flat form per call.
     publisher : str
         Publishing host.
     receivers : frozenset of str
@@ -314,16 +300,23 @@ def encode_virtual_trees(topology: Topology, trees: Sequence[CompiledTree], publ
         Tree ids in selection order, stop edge ids (ascending), hop edge ids
         grouped by switch in depth-first order of the delivery tree.
     """
-    return _encode(topology, trees, publisher, receivers, options)
+    if encode_kernel is None or options.steiner != "sph":
+        listed = trees.trees if isinstance(trees, TreeTables) else trees
+        return encode_reference(topology, listed, publisher, receivers, options)
+    tables = trees if isinstance(trees, TreeTables) else tree_tables(trees)
+    got = encode_arrays(topology, encoder_graph(topology), tables, publisher, receivers,
+                        options)
+    ids, cut = got.ids.tolist(), got.n_trees + got.n_stops
+    return VtEncoding(trees=tuple(ids[:got.n_trees]), stops=tuple(ids[got.n_trees:cut]),
+                      hops=tuple(ids[cut:]), delivery_edges=frozenset(got.delivery.tolist()))
 
 
-def _encode(topology: Topology, trees: Sequence[CompiledTree], publisher: str,
-            receivers: frozenset[str], options: EncoderOptions, compiled: bool = True
-            ) -> VtEncoding:
-    """:func:`encode_virtual_trees`; ``compiled=False`` runs the pure-Python Steiner
-    routine (the reference the compiled one is tested against)."""
+def encode_reference(topology: Topology, trees: Sequence[CompiledTree], publisher: str,
+                     receivers: frozenset[str], options: EncoderOptions) -> VtEncoding:
+    """:func:`encode_virtual_trees` in pure Python: the definition the compiled loop is
+    tested against."""
     g = encoder_graph(topology)
-    prob = _Problem(topology, g, publisher, receivers, options, compiled)
+    prob = _Problem(topology, g, publisher, receivers, options)
     empty = bytearray(g.edge_count)
     best = prob.evaluate((), empty)
     assert best is not None

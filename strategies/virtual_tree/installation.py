@@ -52,12 +52,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any, ClassVar, Literal
 
-from sim.dataplanes.caches import Identity
+import numpy as np
+
+from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder, Write, diff
 from sim.dataplanes.packet import Notification
-from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.codec import KIND_HOP, KIND_STOP, KIND_TREE, LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
     hop_label,
     install_port_rules,
@@ -73,11 +76,14 @@ from strategies.virtual_tree.encoder import (
     EncoderMode,
     EncoderOptions,
     SteinerMethod,
+    TreeTables,
     compile_tree,
     encode_virtual_trees,
     encoder_graph,
     steiner_sph,
 )
+from strategies.virtual_tree.encoder_kernel import encode_kernel
+from strategies.virtual_tree.encoder_tables import encode_arrays, installed_tables
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -125,13 +131,18 @@ def link_ends(topology: Topology, edge_id: int) -> tuple[str, str]:
 
 def tree_ports(topology: Topology, edges: Iterable[int]) -> dict[str, list[int]]:
     """Switch -> its ports on the VT (what its ``check_tree`` bitmask holds)."""
+    ends = encoder_graph(topology).edge_ports
     out: dict[str, list[int]] = {}
     for e in edges:
-        link = topology.links[e - 1]
-        for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
-            if not topology.is_host(node):
-                out.setdefault(node, []).append(port)
-    return {s: sorted(p) for s, p in out.items()}
+        for node, port in ends[e]:
+            got = out.get(node)
+            if got is None:
+                out[node] = [port]
+            else:
+                got.append(port)
+    for ports in out.values():
+        ports.sort()
+    return out
 
 
 def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
@@ -271,14 +282,17 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
 
 def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[VirtualTree],
                 next_id: int, published: Sequence[VirtualTree] | None = None,
-                extra: Mapping[str, Any] | None = None) -> ControlState:
+                extra: Mapping[str, Any] | None = None, caches: Caches | None = None
+                ) -> ControlState:
     """Per-port rules on every switch plus one ``check_tree`` rule per VT switch.
 
     ``published`` (default: ``installed``) is what the publishers are told.
+    ``caches``: where the per-port rules are kept (``caches.base_states``, one
+    state per label format and topology that the built states share, as
+    :meth:`strategies.base.Strategy.state_builder` does; the same state as
+    adding them anew).
     """
-    builder = StateBuilder()
-    for sw in topology.switches:
-        install_port_rules(builder, topology, sw, fmt)
+    builder = StateBuilder(base=port_rules(topology, fmt, caches))
     for t in installed:
         for sw, ports in tree_ports(topology, t.edges).items():
             builder.add_entry(sw, tree_ports_entry(fmt, t.tree_id, ports))
@@ -286,6 +300,22 @@ def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[Virtua
     info = {"virtual_trees": [[t.tree_id, list(t.edges), t.name, t.group] for t in pub],
             "next_tree_id": next_id, **(extra or {})}
     return builder.build(topology.switches, info)
+
+
+def port_rules(topology: Topology, fmt: LabelFormat, caches: Caches | None = None
+               ) -> ControlState:
+    """The per-port rules of every VT switch (hop, stop, port extraction, clone sessions)."""
+
+    def build() -> ControlState:
+        builder = StateBuilder()
+        for sw in topology.switches:
+            install_port_rules(builder, topology, sw, fmt)
+        return builder.build(topology.switches)
+
+    if caches is None:
+        return build()
+    return caches.base_states.get_or_make(  # type: ignore[no-any-return]
+        ("virtual-tree port rules", fmt, Identity(topology)), build)
 
 
 def published_trees(state: ControlState) -> tuple[VirtualTree, ...]:
@@ -323,14 +353,17 @@ def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
                 candidates: Iterable[Candidate], *, max_rules: int, on_full: OnFull,
                 min_edges: int = 2, max_trees: int | None = None,
                 max_failures: int | None = None,
-                group_limits: Mapping[str, int] | None = None) -> UpdatePlan:
+                group_limits: Mapping[str, int] | None = None,
+                caches: Caches | None = None) -> UpdatePlan:
     """Install-inform-delete from ``old`` to the VTs ``candidates`` select (§5.3.7).
 
     The target is what :func:`install_trees` would install from scratch, except
     that a candidate equal to an old VT keeps that VT (same id, no write).
-    New VTs get ids from the old state's ``next_tree_id`` on.
+    New VTs get ids from the old state's ``next_tree_id`` on. ``caches``: as
+    for :func:`build_state`.
     """
     old_trees = published_trees(old)
+    state_of = partial(build_state, topology, fmt, caches=caches)
     next_id = int(old.publisher_info.get("next_tree_id", 1))
     by_edges = {frozenset(t.edges): t for t in old_trees}
     # 1. target set, with a fresh capacity budget
@@ -348,13 +381,13 @@ def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
                            next_id=next_id, usage=usage, min_edges=min_edges)
     installed = [*old_trees, *round1.trees]
     steps: list[tuple[str, ControlState]] = [("old", old)]
-    steps.append(("install", build_state(topology, fmt, installed, round1.next_id,
+    steps.append(("install", state_of(installed, round1.next_id,
                                          old_trees)))
     informed = [*kept, *round1.trees]
-    steps.append(("inform", build_state(topology, fmt, installed, round1.next_id, informed)))
+    steps.append(("inform", state_of(installed, round1.next_id, informed)))
     # 3. delete the old VTs the target does not keep
     if doomed:
-        steps.append(("delete", build_state(topology, fmt, informed, round1.next_id, informed)))
+        steps.append(("delete", state_of(informed, round1.next_id, informed)))
     # 4. round 2: the rest, now that the old VTs are gone
     done = {frozenset(t.edges) for t in round1.trees}
     rest = [c for c in fresh if c.edges not in done]
@@ -366,8 +399,8 @@ def plan_update(topology: Topology, fmt: LabelFormat, old: ControlState,
         if round2.trees:
             final = [*informed, *round2.trees]
             next_id = round2.next_id
-            steps.append(("install", build_state(topology, fmt, final, next_id, informed)))
-            steps.append(("inform", build_state(topology, fmt, final, next_id, final)))
+            steps.append(("install", state_of(final, next_id, informed)))
+            steps.append(("inform", state_of(final, next_id, final)))
     writes: list[Write] = []
     for (_, a), (_, b) in zip(steps, steps[1:], strict=False):
         writes.extend(diff(a, b))
@@ -526,7 +559,7 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
                              max_rules=p.max_rules, on_full=p.on_full, fmt=fmt,
                              min_edges=p.min_edges, **self.install_limits())
         return build_state(topology, fmt, inst.trees, inst.next_id,
-                           extra={"rejected_trees": inst.rejected})
+                           extra={"rejected_trees": inst.rejected}, caches=knowledge.caches)
 
     def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
                ) -> ControlState:
@@ -538,40 +571,63 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
         p = self.params
         return plan_update(topology, label_format(p), state, self.candidates(topology, knowledge),
                            max_rules=p.max_rules, on_full=p.on_full, min_edges=p.min_edges,
-                           **self.install_limits())
+                           caches=knowledge.caches, **self.install_limits())
 
     # -- publisher --
-    def compiled_trees(self, topology: Topology, state: ControlState) -> list[CompiledTree]:
-        """The published VTs in the encoder's form (``self.caches.vt_compiled``, per state)."""
+    def tree_tables(self, topology: Topology, state: ControlState) -> TreeTables:
+        """The published VTs in the encoder's forms (``self.caches.vt_compiled``, per state)."""
 
-        def compile_all() -> list[CompiledTree]:
+        def build() -> TreeTables:
             g = encoder_graph(topology)
-            return [compile_tree(topology, g, t.tree_id, t.edges)
-                    for t in published_trees(state)]
+            trees = published_trees(state)
+            return installed_tables(
+                g, [t.tree_id for t in trees], [t.edges for t in trees],
+                lambda: tuple(compile_tree(topology, g, t.tree_id, t.edges) for t in trees))
 
         return self.caches.vt_compiled.get_or_make(  # type: ignore[no-any-return]
-            (Identity(state), Identity(topology)), compile_all)
+            (Identity(state), Identity(topology)), build)
+
+    def compiled_trees(self, topology: Topology, state: ControlState) -> Sequence[CompiledTree]:
+        """The published VTs as :class:`CompiledTree` s (of :meth:`tree_tables`)."""
+        return self.tree_tables(topology, state).trees
 
     def encoder_options(self) -> EncoderOptions:
         p = self.params
         return EncoderOptions(mode=p.mode, patience=p.patience, steiner=p.steiner,
                               prefilter=p.prefilter, prune_unused=p.prune_unused)
 
+    @cached_property
+    def _encoder(self) -> tuple[LabelFormat, EncoderOptions, np.ndarray]:
+        """(label format, encoder options, the kernel's label spec) of the parameters."""
+        fmt = label_format(self.params)
+        spec = np.array([fmt.id_bits, fmt.max_id, KIND_TREE, KIND_STOP, KIND_HOP], np.int64)
+        return fmt, self.encoder_options(), spec
+
     def labels(self, topology: Topology, state: ControlState, publisher: str,
                receivers: frozenset[str]) -> list[int]:
         """Tree labels, then stops, then hops (digest A6)."""
-        fmt = label_format(self.params)
-        enc = encode_virtual_trees(topology, self.compiled_trees(topology, state), publisher,
-                                   receivers, self.encoder_options())
-        return ([tree_label(fmt, t) for t in enc.trees]
-                + [stop_label(fmt, e) for e in enc.stops]
-                + [hop_label(fmt, e) for e in enc.hops])
+        fmt, options, spec = self._encoder
+        tables = self.tree_tables(topology, state)
+        if encode_kernel is None or options.steiner != "sph":
+            enc = encode_virtual_trees(topology, tables, publisher, receivers, options)
+            return ([tree_label(fmt, t) for t in enc.trees]
+                    + [stop_label(fmt, e) for e in enc.stops]
+                    + [hop_label(fmt, e) for e in enc.hops])
+        got = encode_arrays(topology, encoder_graph(topology), tables, publisher, receivers,
+                            options, spec)
+        if len(got.labels) == len(got.ids):
+            return got.labels.tolist()  # type: ignore[no-any-return]
+        # an id does not fit: the reference's label functions raise its error
+        cut = got.n_trees + got.n_stops
+        return ([tree_label(fmt, t) for t in got.ids[:got.n_trees].tolist()]
+                + [stop_label(fmt, e) for e in got.ids[got.n_trees:cut].tolist()]
+                + [hop_label(fmt, e) for e in got.ids[cut:].tolist()])
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
         check_receivers(notification.publisher, receivers)
         if not receivers:
             return Encoding(())
-        fmt = label_format(self.params)
         labels = self.labels(topology, state, notification.publisher, receivers)
-        return encode_stacks(topology, self.params, fmt, notification, payload, labels)
+        return encode_stacks(topology, self.params, self._encoder[0], notification, payload,
+                             labels)

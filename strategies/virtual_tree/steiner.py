@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import networkx as nx
 import numpy as np
 
+from strategies.virtual_tree.encoder_kernel import GRAPH_PARTS, pack
 from strategies.virtual_tree.steiner_jit import sph_kernel
 from topologies.model import Topology
 
@@ -61,6 +62,22 @@ class EncoderGraph:
         Host links per switch in the same form.
     host_edges : dict
         Host -> edge ids of all its links.
+    end_a, end_b : numpy.ndarray
+        Edge id -> its switch indices (``ends``), -1 for host links.
+    link_switch : numpy.ndarray
+        Edge id -> the switch of a host link, -1 for switch links.
+    host_index : dict
+        Host -> host id (its index in the topology's hosts).
+    host_switch, host_edge : numpy.ndarray
+        Host id -> ``host_link``.
+    host_link_ptr, host_link_eid : numpy.ndarray
+        Host id -> edge ids of all its links (``host_edges``, compressed).
+    edge_ports : tuple
+        Edge id -> ``(switch, port)`` of each of its switch ends (a, then b).
+    packed : (numpy.ndarray, numpy.ndarray)
+        The arrays above in the order of
+        :data:`strategies.virtual_tree.encoder_kernel.GRAPH_PARTS`, packed into one
+        (:func:`~strategies.virtual_tree.encoder_kernel.pack`).
     """
 
     names: tuple[str, ...]
@@ -75,6 +92,22 @@ class EncoderGraph:
     host_indptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     host_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     host_edges: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    end_a: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    end_b: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    link_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_index: dict[str, int] = field(default_factory=dict)
+    host_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_edge: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    host_link_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    host_link_eid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    edge_ports: tuple[tuple[tuple[str, int], ...], ...] = ()
+    packed: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.zeros(0, np.int64), np.zeros(1, np.int64)))
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr, nbr, eid, host_indptr, host_eid)``: the graph of the compiled routines."""
+        return self.indptr, self.nbr, self.eid, self.host_indptr, self.host_eid
 
 
 @lru_cache(maxsize=64)
@@ -102,24 +135,51 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
     flat = [pair for row in adj for pair in row]
     host_indptr = np.zeros(len(adj) + 1, np.int64)
     host_indptr[1:] = np.cumsum([len(row) for row in host_adj])
-    return EncoderGraph(names=tuple(topology.switches), index=index,
-                        adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
-                        host_link=host_link, edge_count=edge_count, indptr=indptr,
-                        nbr=np.array([j for j, _ in flat], np.int64),
-                        eid=np.array([e for _, e in flat], np.int64),
-                        host_indptr=host_indptr,
-                        host_eid=np.array([e for row in host_adj for e in row], np.int64),
-                        host_edges={h: tuple(es) for h, es in host_edges.items()})
+    end_a = np.full(edge_count, -1, np.int64)
+    end_b = np.full(edge_count, -1, np.int64)
+    for e, pair in enumerate(ends):
+        if pair is not None:
+            end_a[e], end_b[e] = pair
+    link_switch = np.full(edge_count, -1, np.int64)
+    for i, row in enumerate(host_adj):
+        link_switch[row] = i
+    hosts = [host_link.get(h, (-1, -1)) for h in topology.hosts]
+    per_host = [host_edges.get(h, []) for h in topology.hosts]
+    host_link_ptr = np.zeros(len(per_host) + 1, np.int64)
+    host_link_ptr[1:] = np.cumsum([len(es) for es in per_host])
+    edge_ports: list[tuple[tuple[str, int], ...]] = [()] * edge_count
+    for lk in topology.links:
+        edge_ports[lk.edge_id] = tuple((node, port) for node, port in
+                                       ((lk.a, lk.a_port), (lk.b, lk.b_port))
+                                       if not topology.is_host(node))
+    g = EncoderGraph(names=tuple(topology.switches), index=index,
+                 adj=tuple(tuple(a) for a in adj), ends=tuple(ends),
+                 host_link=host_link, edge_count=edge_count, indptr=indptr,
+                 nbr=np.array([j for j, _ in flat], np.int64),
+                 eid=np.array([e for _, e in flat], np.int64),
+                 host_indptr=host_indptr,
+                 host_eid=np.array([e for row in host_adj for e in row], np.int64),
+                 host_edges={h: tuple(es) for h, es in host_edges.items()},
+                 end_a=end_a, end_b=end_b, link_switch=link_switch,
+                 host_index={h: i for i, h in enumerate(topology.hosts)},
+                 host_switch=np.array([s for s, _ in hosts], np.int64),
+                 host_edge=np.array([e for _, e in hosts], np.int64),
+                 host_link_ptr=host_link_ptr,
+                 host_link_eid=np.array([e for es in per_host for e in es], np.int64),
+                 edge_ports=tuple(edge_ports))
+    return replace(g, packed=pack([getattr(g, name) for name in GRAPH_PARTS]))
 
 
 # -- Steiner heuristics ---------------------------------------------------------
 
 
 def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
-                virtual: bytearray | None = None,
-                adj: Sequence[Sequence[tuple[int, int]]] | None = None
+                virtual: bytearray | None = None, within: np.ndarray | None = None
                 ) -> tuple[list[int], list[int]]:
     """Shortest-path Steiner heuristic on the 0/1-weighted switch graph.
+
+    Compiled (:func:`steiner_sph_counted`) when numba is available, else
+    :func:`steiner_sph_within`: the same tree either way.
 
     Parameters
     ----------
@@ -130,9 +190,9 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
         Switch indices to connect (the root may be among them).
     virtual : bytearray, optional
         Per edge id: 1 if the edge weighs 0 (a virtual-tree edge).
-    adj : sequence, optional
-        Adjacency to use instead of ``g.adj`` (e.g. an induced subgraph's);
-        the terminals must be connected in it.
+    within : numpy.ndarray of bool, optional
+        Per switch: whether the tree may use it (the subgraph it induces);
+        default: every switch. The terminals must be connected in it.
 
     Returns
     -------
@@ -141,10 +201,40 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
         (terminal end first).
     nodes : list of int
         Switch indices of the tree (root first).
+
+    Raises
+    ------
+    ValueError
+        If a terminal is not connected to the root.
     """
-    result = steiner_sph_within(g, root, terminals, virtual, adj, None)
-    assert result is not None  # no budget: always a tree
-    return result
+    if sph_kernel is None:
+        adj = None if within is None else induced_adjacency(g, within)
+        result = steiner_sph_within(g, root, terminals, virtual, adj, None)
+        assert result is not None  # no budget: always a tree
+        return result
+    remaining = np.array(sorted(set(terminals) - {root}), np.int64)
+    virt = virtual if virtual is not None else bytearray(g.edge_count)
+    counted = steiner_sph_counted(g, root, remaining, virt, np.zeros(g.edge_count, np.uint8),
+                                  None, arrays=None if within is None else
+                                  induced_arrays(g, within))
+    assert counted is not None  # no budget: always a tree
+    return counted[0].tolist(), counted[1].tolist()
+
+
+def induced_adjacency(g: EncoderGraph, within: np.ndarray
+                      ) -> list[tuple[tuple[int, int], ...]]:
+    """``g.adj`` restricted to the switches of ``within`` (port order kept)."""
+    return [tuple((v, e) for v, e in nb if within[v]) if within[u] else ()
+            for u, nb in enumerate(g.adj)]
+
+
+def induced_arrays(g: EncoderGraph, within: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:attr:`EncoderGraph.arrays` of the subgraph :func:`induced_adjacency` gives."""
+    rows = np.repeat(np.arange(len(g.names)), np.diff(g.indptr))
+    keep = within[rows] & within[g.nbr]
+    indptr = np.zeros(len(g.names) + 1, np.int64)
+    indptr[1:] = np.cumsum(np.bincount(rows[keep], minlength=len(g.names)))
+    return indptr, g.nbr[keep], g.eid[keep], g.host_indptr, g.host_eid
 
 
 def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
@@ -258,7 +348,8 @@ def compiled_available() -> bool:
 
 def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
                         virtual: bytearray, terminal_link: np.ndarray, budget: int | None,
-                        out: tuple[np.ndarray, np.ndarray] | None = None
+                        out: tuple[np.ndarray, np.ndarray] | None = None,
+                        arrays: tuple[np.ndarray, ...] | None = None
                         ) -> tuple[np.ndarray, np.ndarray, int, int] | None:
     """``steiner_sph_within(g, root, remaining, virtual, None, budget)`` (compiled),
     with the tree's weight and its stop-label count.
@@ -274,6 +365,8 @@ def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
     out : (numpy.ndarray, numpy.ndarray), optional
         Two int64 buffers at least as long as the number of switches, reused
         for the result (saves allocations over many calls).
+    arrays : tuple of numpy.ndarray, optional
+        The graph to use instead of ``g.arrays`` (:func:`induced_arrays`).
 
     Returns
     -------
@@ -290,10 +383,13 @@ def steiner_sph_counted(g: EncoderGraph, root: int, remaining: np.ndarray,
         out = (np.empty(len(g.names), np.int64), np.empty(len(g.names), np.int64))
     edges, nodes = out
     status, n_edges, n_nodes, weight, stops = sph_kernel(
-        g.indptr, g.nbr, g.eid, g.host_indptr, g.host_eid, np.frombuffer(virtual, np.uint8),
-        terminal_link, root, remaining, -1 if budget is None else budget, edges, nodes)
+        g.arrays if arrays is None else arrays, np.frombuffer(virtual, np.uint8),
+        terminal_link, root, remaining,
+        -1 if budget is None else budget, edges, nodes)
     if status == 1:
         return None
+    if status == 3:
+        raise RuntimeError("compiled Steiner routine: deque bound exceeded (a bug)")
     if status == 2:
         raise ValueError(f"switch {g.names[int(edges[0])]} is not connected to the tree")
     return edges[:n_edges], nodes[:n_nodes], weight, stops

@@ -12,12 +12,9 @@ from sim.dataplanes.seeds import child_rng
 from sim.engines.static import run_notification
 from sim.workloads.receivers import receiver_model
 from strategies.base import Knowledge, make_strategy
-from strategies.virtual_tree.arbitrary import (
-    halving_chunks,
-    minimum_cycle_basis,
-    modularity_partitions,
-)
+from strategies.virtual_tree.arbitrary import halving_chunks, modularity_partitions
 from strategies.virtual_tree.client_view import ControllerView
+from strategies.virtual_tree.cycle_basis import minimum_cycle_basis
 from strategies.virtual_tree.installation import (
     link_ends,
     published_trees,

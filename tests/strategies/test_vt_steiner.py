@@ -1,10 +1,11 @@
-"""The compiled Steiner kernel against the pure-Python SPH routine (strategies/vt_steiner*.py).
+"""The compiled Steiner kernel against the pure-Python SPH routine
+(strategies/virtual_tree/steiner*.py).
 
 The encoder's results must not depend on whether numba is installed: on
 random graphs, 0/1 weights, terminals and budgets the compiled routine gives
 the same tree, link for link in the same order, or gives up exactly when the
-Python routine does; its weight and stop counts equal a direct recount; and
-whole encodings (both encoder modes) are identical.
+Python routine does; its weight and stop counts equal a direct recount. Whole
+encodings: tests/strategies/test_vt_encoder_kernel.py.
 """
 
 from __future__ import annotations
@@ -14,18 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.random_topologies import topologies
 
-from sim.dataplanes.seeds import child_rng
-from sim.workloads.receivers import receiver_model
-from strategies.base import Knowledge, make_strategy
-from strategies.virtual_tree.encoder import EncoderOptions, _encode, compile_tree
-from strategies.virtual_tree.installation import steiner_links
 from strategies.virtual_tree.steiner import (
     compiled_available,
     encoder_graph,
+    induced_adjacency,
+    steiner_sph,
     steiner_sph_counted,
     steiner_sph_within,
 )
-from topologies.specs import load_topology
 
 np = pytest.importorskip("numpy")
 pytestmark = pytest.mark.skipif(not compiled_available(),
@@ -77,53 +74,20 @@ def test_compiled_kernel_equals_the_python_routine(case):
     assert (weight, stops) == recount(g, virtual, want[0], want[1], hosts)
 
 
-@st.composite
-def encoder_cases(draw):
-    topo = draw(topologies(2, 14))
-    g = encoder_graph(topo)
-    switches = list(topo.switches)
-    trees = []
-    for i in range(draw(st.integers(0, 8))):
-        subset = draw(st.sets(st.sampled_from(switches), min_size=1, max_size=len(switches)))
-        edges = set(steiner_links(topo, subset))
-        extra = draw(st.sets(st.sampled_from(sorted(g.host_link))))
-        edges |= {g.host_link[h][1] for h in extra}
-        if edges:
-            trees.append(compile_tree(topo, g, i + 1, edges))
-    pub = draw(st.sampled_from(topo.hosts))
-    others = [h for h in topo.hosts if h != pub]
-    recv = frozenset(draw(st.sets(st.sampled_from(others), min_size=1, max_size=len(others))))
-    options = EncoderOptions(mode=draw(st.sampled_from(["sorted_single_pass",
-                                                        "best_improvement"])),
-                             patience=draw(st.none() | st.integers(1, 3)),
-                             prune_unused=draw(st.booleans()))
-    return topo, trees, pub, recv, options
-
-
 @settings(max_examples=200)
-@given(encoder_cases())
-def test_compiled_encoder_equals_the_python_encoder(case):
-    topo, trees, pub, recv, options = case
-    assert (_encode(topo, trees, pub, recv, options, compiled=True)
-            == _encode(topo, trees, pub, recv, options, compiled=False))
-
-
-@pytest.mark.parametrize("name", ["vt-freq-relation", "vt-clusters", "vt-cycles"])
-def test_compiled_encoder_on_dfn_with_40_rules(name):
-    """The ch. 6 setting (zoo:Dfn, 40 rules, clustered clients): same stacks."""
-    topo = load_topology("zoo:Dfn")
-    pop = receiver_model("clustered:scenario=nearby").population(topo, child_rng(3, "population"))
-    strategy = make_strategy(name, {"max_rules": 40})
-    state = strategy.install(topo, Knowledge(population=pop, seed=3))
-    trees = strategy.compiled_trees(topo, state)
-    rng = child_rng(3, "notes")
-    checked = 0
-    while checked < 25:
-        pub = pop.publishers[int(rng.integers(len(pop.publishers)))]
-        recv = pop.receivers(pub, rng)
-        if not recv:
-            continue
-        options = strategy.encoder_options()
-        assert (_encode(topo, trees, pub, recv, options, compiled=True)
-                == _encode(topo, trees, pub, recv, options, compiled=False))
-        checked += 1
+@given(steiner_cases(), st.data())
+def test_compiled_routine_inside_an_induced_subgraph(case, data):
+    """``steiner_sph(within=...)`` (the kernel on the induced subgraph's arrays) gives the
+    Python routine's tree on the induced adjacency, or the same error."""
+    topo, g, virtual, root, terms, _, _ = case
+    within = np.array(data.draw(st.lists(st.booleans(), min_size=len(g.names),
+                                         max_size=len(g.names))), np.bool_)
+    within[root] = True
+    terms = [t for t in terms if within[t]]
+    try:
+        want = steiner_sph_within(g, root, terms, virtual, induced_adjacency(g, within), None)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)):
+            steiner_sph(g, root, terms, virtual, within=within)
+        return
+    assert steiner_sph(g, root, terms, virtual, within=within) == want
