@@ -16,6 +16,7 @@ def _bench_scaling(args: argparse.Namespace) -> int:
 
     from experiments.bench.scaling import (
         FATTREE_STRATEGIES,
+        TIMEOUT_S,
         all_strategies,
         format_scaling,
         run_scaling,
@@ -33,8 +34,9 @@ def _bench_scaling(args: argparse.Namespace) -> int:
     notifications = 5 if args.notifications is None else args.notifications
     if notifications < 1:
         raise CliError(f"--notifications must be >= 1, got {notifications}")
-    if not args.timeout_s > 0:
-        raise CliError(f"--timeout-s must be > 0, got {args.timeout_s}")
+    timeout_s = TIMEOUT_S if args.timeout_s is None else args.timeout_s
+    if not timeout_s > 0:
+        raise CliError(f"--timeout-s must be > 0, got {timeout_s}")
     if args.cpu_limit_s is not None and not args.cpu_limit_s >= 1:
         raise CliError(f"--cpu-limit-s must be >= 1, got {args.cpu_limit_s}")
     runs = len(sizes) * len(names) + (
@@ -42,10 +44,37 @@ def _bench_scaling(args: argparse.Namespace) -> int:
     with tqdm(total=runs, desc="bench scaling", unit="run", disable=args.quiet,
               dynamic_ncols=True) as bar:
         result = run_scaling(sizes, names, not args.no_fattree, notifications=notifications,
-                             timeout_s=args.timeout_s, tick=lambda rec: bar.update(1),
+                             timeout_s=timeout_s, tick=lambda rec: bar.update(1),
                              out=Path(args.out) if args.out else None,
                              cpu_limit_s=args.cpu_limit_s)
     print(json.dumps(result, indent=2) if args.json else format_scaling(result))
+    return 0
+
+
+def _bench_specs(args: argparse.Namespace) -> int:
+    """``bench specs``: every shipped spec end to end on ``--master``, one after the other."""
+    from tqdm import tqdm
+
+    from experiments.bench.specs import format_specs, run_specs, shipped_specs
+
+    names = [x.strip() for x in args.specs.split(",") if x.strip()] if args.specs \
+        else list(shipped_specs())
+    bad = [n for n in names if n not in shipped_specs()]
+    if bad:
+        raise CliError(f"--specs: unknown spec {bad[0]!r} (stackcast list experiments)")
+    if args.resume and not args.out:
+        raise CliError("--resume needs --out (the JSON file of an earlier run)")
+    if args.timeout_s is not None and not args.timeout_s > 0:
+        raise CliError(f"--timeout-s must be > 0, got {args.timeout_s}")
+    with tqdm(total=len(names), desc="bench specs", unit="spec", disable=args.quiet,
+              dynamic_ncols=True) as bar:
+        def tick(rec: dict[str, object]) -> None:
+            bar.set_postfix_str(f"{rec['spec']}: {rec['status']}")
+            bar.update(1)
+
+        result = run_specs(names, master=args.master, out=args.out, resume=args.resume,
+                           timeout_s=args.timeout_s, tick=tick)
+    print(json.dumps(result, indent=2) if args.json else format_specs(result))
     return 0
 
 
@@ -84,6 +113,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     if args.target == "scaling":
         return _bench_scaling(args)
+    if args.target == "specs":
+        return _bench_specs(args)
     if args.target == "timed":
         from tqdm import tqdm
 

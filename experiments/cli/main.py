@@ -341,9 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
                                          "figure with its ratio to a same-run reference")
     bench.add_argument("target", nargs="?", default="suite",
                        choices=["suite", "static", "encoder", "timed", "spark", "cells", "ch6",
-                                "scaling"],
-                       help="suite (default: static, encoder, timed, spark), one item, or ch6 "
-                            "(wall time of experiments/specs/ch6-churn.toml on local[2]; long)")
+                                "scaling", "specs"],
+                       help="suite (default: static, encoder, timed, spark), one item, ch6 "
+                            "(wall time of experiments/specs/ch6-churn.toml on local[2]; long), "
+                            "or specs (every shipped spec end to end with --report, one after "
+                            "the other: wall time and peak memory against 15 min; hours)")
     bench.add_argument("--items", help="suite: comma-separated items (static, encoder, timed, "
                                        "timed-1000, spark, ch6, bound)")
     bench.add_argument("--fraction", type=float, default=1.0,
@@ -367,17 +369,25 @@ def build_parser() -> argparse.ArgumentParser:
                        help="scaling: jellyfish switch counts (default 50,255,1000,4000)")
     bench.add_argument("--strategies", help="scaling, bound: comma-separated strategies "
                                             "(default all)")
+    bench.add_argument("--specs", help="specs: comma-separated shipped spec names (default all; "
+                                       "stackcast list experiments)")
+    bench.add_argument("--master", default="local[2]",
+                       help="specs: Spark master the specs run on (default local[2])")
     bench.add_argument("--no-fattree", action="store_true",
                        help="scaling: skip fattree:k=48")
-    bench.add_argument("--timeout-s", type=float, default=900.0,
-                       help="scaling: seconds per (topology, strategy) run, then it is "
-                            "killed and reported as a timeout (default 900)")
+    bench.add_argument("--timeout-s", type=float, default=None,
+                       help="scaling: seconds per (topology, strategy) run, then it is killed "
+                            "and reported as a timeout (default 900); specs: seconds per spec "
+                            "(default: no limit)")
     bench.add_argument("--cpu-limit-s", type=float, default=None,
                        help="scaling: CPU seconds per run, then it is stopped and reported "
                             "as cpu-limit (default none; fairer than --timeout-s on a busy "
                             "machine)")
     bench.add_argument("--out", help="scaling: JSON-lines file each run is appended to; a "
-                                     "rerun with the same file skips the runs it holds")
+                                     "rerun with the same file skips the runs it holds. specs: "
+                                     "JSON file the figures are written to after every spec")
+    bench.add_argument("--resume", action="store_true",
+                       help="specs: keep the specs already measured in --out")
     bench.add_argument("--reps", type=int, default=3, help="repetitions (median; default 3)")
     bench.add_argument("--json", action="store_true", help="machine-readable output")
     bench.set_defaults(func=cmd_bench)
@@ -478,7 +488,6 @@ def _interrupted(args: argparse.Namespace) -> int:
                 pass
         os._exit(EXIT_INTERRUPTED)
     return EXIT_INTERRUPTED
-
 
 
 if __name__ == "__main__":  # ``python -m experiments.cli.main``: the console script
