@@ -288,6 +288,8 @@ class ContentStrategy(Strategy):
         super().__init__(params)
         self._wall_ms: dict[int, float] = {}
         self._costs: dict[int, StateCost] = {}
+        #: per-switch costs of the configurations seen (``table_cost.state_cost``'s memo)
+        self.cost_memo: dict[str, Any] = {}
         self.routing: TreeRouting | None = None
 
     def check_applicable(self, topology: Topology, population: Any) -> None:

@@ -174,7 +174,8 @@ class KundelBase(ContentStrategy):
     def state_cost(self, topology: Topology, state: ControlState) -> StateCost:
         keys = {KEY_MASK: self.nslots, **{value_slot(i): 32 for i in range(self.nslots)}}
         spec = TableSpec(key_bits=keys, action_bits=16)
-        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges)
+        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges,
+                          memo=self.cost_memo)
 
 
 @register_strategy

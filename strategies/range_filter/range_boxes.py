@@ -509,7 +509,8 @@ class RangeBoxes(ContentStrategy):
         bits = self.layout.value_bits if self.layout else 16
         d = self.layout.dims if self.layout else 1
         spec = TableSpec(key_bits={value_key(i): bits for i in range(d)}, action_bits=16)
-        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges)
+        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges,
+                          memo=self.cost_memo)
 
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
         return {"flow_limit": self.params.capacity}

@@ -119,7 +119,8 @@ def test_a_container_going_empty_releases_its_groups_and_writes_deletes() -> Non
 def test_strategies_write_what_the_full_rebuild_writes(name, rule, seed, churn) -> None:
     """kundel-bitmask and range-boxes through install and churn updates: every switch's
     configuration equals the reference fill of the strategy's containers, and the
-    control writes between consecutive states equal the reference states' writes."""
+    control writes between consecutive states equal the reference states' writes; the
+    state costs through the per-switch memo equal costs computed afresh."""
     topology = load_topology("fattree:k=4")
     model = receiver_model(f"content:subs=12,publishers=2,subscribers=6,dims=2,bits=6,"
                            f"width=0.3,churn={churn}")
@@ -144,6 +145,10 @@ def test_strategies_write_what_the_full_rebuild_writes(name, rule, seed, churn) 
             configs[sw] = b.build([sw]).switches[sw]
             _same(state.config(sw), configs[sw])
         ref = ControlState(switches=configs)
+        costed = strategy.state_cost(topology, state)  # through the per-switch memo
+        memo, strategy.cost_memo = strategy.cost_memo, {}
+        assert costed == strategy.state_cost(topology, state)  # costed afresh
+        strategy.cost_memo = memo
         if prev is not None:
             assert count_writes(prev, state) == count_writes(prev_ref, ref)
             writes += count_writes(prev_ref, ref)
