@@ -92,7 +92,10 @@ def tcam_entries(entry: TableEntry, spec: TableSpec, ranges: Literal["native", "
 
 
 def is_tcam(entry: TableEntry) -> bool:
-    return any(isinstance(m, Ternary | Lpm | Range) for _, m in entry.match)
+    return any(isinstance(m, _TCAM_MATCHES) for _, m in entry.match)
+
+
+_TCAM_MATCHES = (Ternary, Lpm, Range)
 
 
 @dataclass(frozen=True, kw_only=True)
