@@ -132,3 +132,20 @@ class ColumnFastPath(FastPath, Protocol):
         distinct hosts ``receivers[offsets[i]:offsets[i + 1]]`` (indices into
         ``topology.hosts``), as :meth:`FastPath.metrics` gives them."""
         ...
+
+
+def choose_impl(impl: str, impls: Sequence[str], available: Sequence[str]) -> str:
+    """The kernel implementation a fast path runs: ``impl`` itself, or the first of
+    ``available`` for ``"auto"``.
+
+    Raises
+    ------
+    ValueError
+        If ``impl`` is none of ``"auto"`` and ``impls``, or is ``"jit"`` where numba
+        is missing (``available`` lacks it).
+    """
+    if impl not in ("auto", *impls):
+        raise ValueError(f"impl must be auto, {' or '.join(impls)}; got {impl!r}")
+    if impl == "jit" and "jit" not in available:
+        raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
+    return available[0] if impl == "auto" else impl
