@@ -25,7 +25,9 @@ profile):
   ``Emit.depth``);
 * per parser run, a cost per header instance of the program's PHV (every
   parse marks every header invalid first), and per copy the replication
-  engine makes, a cost per PHV field (the copy's PHV is copied field by field);
+  engine makes, a cost per header instance too (``PHV::copy_headers`` visits
+  every header and copies its validity; the fields only of valid and metadata
+  headers, few next to the PHV's header count; docs/FIDELITY.md, Timing);
 * fields swapped by header-stack pops and pushes (every element of the
   stack moves, valid or not);
 * table applies by kind (keyless, exact, ternary, LPM, range) and the
@@ -57,7 +59,7 @@ TERMS: tuple[tuple[str, str], ...] = (
     ("copy_s", "frame sent"),
     ("replica_s", "copy made by the replication engine (multicast replica or clone)"),
     ("phv_reset_s", "parser run x 1,000 PHV header instances"),
-    ("phv_copy_s", "replication-engine copy x 1,000 PHV fields"),
+    ("phv_copy_s", "replication-engine copy x 1,000 PHV header instances"),
     ("stack_shift_s", "1,000 header-stack fields shifted by pops and pushes"),
     ("keyless_s", "apply of a table without key"),
     ("exact_s", "apply of an exact table"),
@@ -81,7 +83,7 @@ def amounts(work: Work, shape: ProgramShape, chain: int) -> tuple[float, ...]:
         raise ValueError(f"chain must be >= 1 pass, got {chain}")
     copies = work.replicas
     return (1.0, float(chain), float(work.transmitted), float(copies),
-            work.parses * shape.headers / 1000, copies * shape.fields / 1000,
+            work.parses * shape.headers / 1000, copies * shape.headers / 1000,
             work.stack_shifts / 1000, float(work.keyless), float(work.exact),
             float(work.ternary), float(work.lpm), float(work.range),
             float(work.scanned_entries), float(work.primitives),
