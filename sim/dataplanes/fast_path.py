@@ -28,6 +28,14 @@ labels, whose trees the control plane chose) sets ``needs_states = True``;
 callers then pass ``states=`` (one :class:`ControlState` per notification)
 to :meth:`FastPath.metrics`, which declines every notification without them.
 
+A fast path that evaluates each notification's event (the content filters,
+:mod:`sim.dataplanes.content_fast_path`) sets ``needs_notifications = True``;
+callers then also pass ``notifications=`` (the
+:class:`~sim.dataplanes.packet.Notification` of each), and it declines every
+notification without them. Such a fast path may compute the strategy's own
+extra metrics too: a row's ``metrics["extra"]`` is then its
+:class:`~strategies.base.ExtraMetrics` record.
+
 A fast path with several interchangeable implementations (e.g. numpy and a
 compiled kernel) lists them in ``implementations`` and builds the variant
 ``using(impl)``; the property test checks each.
