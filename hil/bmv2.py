@@ -62,21 +62,38 @@ class Bmv2Switch:
         Small integer unique within the run (device id, Thrift port offset).
     log_level : str
         BMv2 log level written to ``<workdir>/<name>.log`` ("off" for speed).
+    realtime : int or None
+        Run every BMv2 thread under ``SCHED_FIFO`` with this priority (1-99,
+        ``chrt``), so other work on a loaded machine does not delay it
+        (``hil calibrate``; BMv2 sleeps when idle, so it takes no CPU then).
+    cpus : str or None
+        CPU list to pin BMv2 to (``taskset -c``), e.g. ``"1"``.
     """
 
     def __init__(self, ns: Namespace, name: str, ports: Mapping[int, str], workdir: Path,
-                 *, index: int = 0, log_level: str = "warn") -> None:
+                 *, index: int = 0, log_level: str = "warn", realtime: int | None = None,
+                 cpus: str | None = None) -> None:
+        if realtime is not None and not 1 <= realtime <= 99:
+            raise ValueError(f"realtime priority must be 1-99, got {realtime}")
         self.ns = ns
         self.name = name
         self.ports = dict(ports)
         self.workdir = Path(workdir)
         self.index = index
         self.log_level = log_level
+        self.realtime = realtime
+        self.cpus = cpus
         safe = "".join(c if c.isalnum() else "_" for c in name)
         self.socket_path = self.workdir / f"{safe}.grpc"
-        self.log_path = self.workdir / f"{safe}.log"
+        self.log_base = self.workdir / f"{safe}.log"
         self.out_path = self.workdir / f"{safe}.out"
         self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        """The log file BMv2 writes (its rotating sink appends ``.txt`` to ``--log-file``)."""
+        txt = self.log_base.with_name(self.log_base.name + ".txt")
+        return txt if txt.exists() or not self.log_base.exists() else self.log_base
 
     @property
     def grpc_addr(self) -> str:
@@ -87,10 +104,13 @@ class Bmv2Switch:
         return self.index
 
     def argv(self, binary: str) -> list[str]:
-        args = [binary, "--no-p4", "--device-id", str(self.index),
+        args = ["taskset", "-c", self.cpus] if self.cpus else []
+        if self.realtime is not None:
+            args += ["chrt", "-f", str(self.realtime)]
+        args += [binary, "--no-p4", "--device-id", str(self.index),
                 "--thrift-port", str(9090 + self.index),
                 "--notifications-addr", f"ipc://{self.workdir}/notify-{self.index}.ipc",
-                "--log-file", str(self.log_path), "--log-flush", "--log-level", self.log_level]
+                "--log-file", str(self.log_base), "--log-flush", "--log-level", self.log_level]
         for port, iface in sorted(self.ports.items()):
             args += ["-i", f"{port}@{iface}"]
         return args + ["--", "--grpc-server-addr", self.grpc_addr]

@@ -3,13 +3,20 @@
 One non-blocking AF_PACKET socket per interface gives the exact frame bytes
 (no FCS, no padding on veths) and tells frames the interface received from
 frames it sent (``PACKET_OUTGOING``). :meth:`Capture.collect` reads until no
-frame arrived for ``quiet_s`` (quiescence), with an upper bound.
+frame arrived for ``quiet_s`` (quiescence), with an upper bound;
+:meth:`Capture.collect_count` until a known number of frames arrived.
+
+Every frame carries the kernel's software timestamp of its arrival at the
+interface (``SO_TIMESTAMPNS``, taken when the sender's frame entered the
+veth, not when Python read it), so latencies measured between two
+interfaces exclude the reading process's scheduling (``hil calibrate``).
 """
 
 from __future__ import annotations
 
 import selectors
 import socket
+import struct
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -18,6 +25,9 @@ from typing import Generic, TypeVar
 from hil.netns import PACKET_OUTGOING, Namespace
 
 _MAX_FRAME = 1 << 16
+#: Linux ``SO_TIMESTAMPNS`` (= ``SCM_TIMESTAMPNS``): a ``struct timespec`` per frame
+SO_TIMESTAMPNS = 35
+_ANC_SPACE = socket.CMSG_SPACE(16)
 
 #: What a capture names its interfaces by (a port number, a (node, port) pair, ...).
 K = TypeVar("K", bound=Hashable)
@@ -30,8 +40,8 @@ class Frame(Generic[K]):
     key: K
     outgoing: bool
     data: bytes
-    #: ``time.perf_counter()`` when the frame was read (for ``hil calibrate``)
-    read_s: float = 0.0
+    #: the kernel's timestamp of the frame at the interface (``CLOCK_REALTIME``, s)
+    stamp_s: float = 0.0
 
 
 class Capture(Generic[K]):
@@ -44,6 +54,7 @@ class Capture(Generic[K]):
             for key, iface in ifaces.items():
                 sock = ns.packet_socket(iface)
                 self.socks[key] = sock
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                 self._sel.register(sock, selectors.EVENT_READ, key)
         except BaseException:
             self.close()
@@ -73,17 +84,35 @@ class Capture(Generic[K]):
             sock = sel_key.fileobj
             while True:
                 try:
-                    data, addr = sock.recvfrom(_MAX_FRAME)  # type: ignore[union-attr]
+                    data, anc, _, addr = sock.recvmsg(_MAX_FRAME,  # type: ignore[union-attr]
+                                                      _ANC_SPACE)
                 except BlockingIOError:
                     break
-                out.append(Frame(sel_key.data, addr[2] == PACKET_OUTGOING, data,
-                                 time.perf_counter()))
+                out.append(Frame(sel_key.data, addr[2] == PACKET_OUTGOING, data, _stamp(anc)))
                 got += 1
         return got
 
     def drain(self) -> int:
         """Discard whatever is queued; the number of frames dropped."""
         return self._read_ready(0.0, [])
+
+    def pending(self) -> list[Frame[K]]:
+        """Whatever is queued now (without waiting)."""
+        out: list[Frame[K]] = []
+        self._read_ready(0.0, out)
+        return out
+
+    def collect_count(self, count: int, max_s: float) -> list[Frame[K]]:
+        """Frames until ``count`` frames not sent by the interfaces themselves
+        (``outgoing`` False) arrived, or ``max_s`` passed; all frames read."""
+        out: list[Frame[K]] = []
+        deadline = time.monotonic() + max_s
+        while sum(not f.outgoing for f in out) < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._read_ready(left, out)
+        return out
 
     def collect(self, quiet_s: float, max_s: float) -> list[Frame[K]]:
         """Frames until none arrived for ``quiet_s`` seconds (or ``max_s`` in total)."""
@@ -95,3 +124,11 @@ class Capture(Generic[K]):
                 return out
             if self._read_ready(min(quiet_s - (now - last), max_s - (now - start)), out):
                 last = time.monotonic()
+
+
+def _stamp(ancillary: list[tuple[int, int, bytes]]) -> float:
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return sec + nsec * 1e-9
+    return 0.0

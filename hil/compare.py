@@ -32,6 +32,38 @@ def _hex(frames: Counter[bytes]) -> list[str]:
     return sorted(f.hex() for f in frames.elements())
 
 
+def _common_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def first_difference(want: Counter[bytes], got: Counter[bytes]) -> str:
+    """Where two frame multisets (one port) first differ, as one line.
+
+    The first model frame (in byte order) without an equal BMv2 frame is
+    paired with the unmatched BMv2 frame sharing its longest prefix, and the
+    first byte where they differ is named; "" when the multisets are equal.
+    """
+    missing, extra = sorted((want - got).elements()), sorted((got - want).elements())
+    if not missing and not extra:
+        return ""
+    if not missing:
+        return f"bmv2 sent an unexpected frame ({len(extra[0])} bytes) {extra[0].hex()}"
+    frame = missing[0]
+    if not extra:
+        return f"model frame ({len(frame)} bytes) not sent by bmv2"
+    other = max(extra, key=lambda e: _common_prefix(frame, e))
+    at = _common_prefix(frame, other)
+    if at == min(len(frame), len(other)):
+        return (f"first difference at byte {at}: model frame has {len(frame)} bytes, "
+                f"bmv2 frame {len(other)}")
+    return (f"first difference at byte {at}: model 0x{frame[at]:02x}, bmv2 0x{other[at]:02x} "
+            f"(frames of {len(frame)} and {len(other)} bytes)")
+
+
 @dataclass(frozen=True, slots=True)
 class Mismatch:
     """One disagreement. ``what`` is "frames", "passes" or "delivered";
@@ -69,7 +101,8 @@ def compare_switch(notification: int, switch: str, expected: PortFrames, actual:
         want, got = Counter(expected.get(port, ())), Counter(actual.get(port, ()))
         if +want != +got:
             extra, missing = got - want, want - got
-            note = f"bmv2 sent {sum(extra.values())} unexpected, {sum(missing.values())} missing"
+            note = (f"bmv2 sent {sum(extra.values())} unexpected, {sum(missing.values())} "
+                    f"missing; {first_difference(want, got)}")
             out.append(Mismatch(notification, switch, port, "frames", _hex(want), _hex(got),
                                 "; ".join(x for x in (detail, note) if x)))
     if expected_passes != actual_passes:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hil.bmv2 import Bmv2Switch, crash_check
@@ -29,6 +29,7 @@ from hil.programs import Program
 from hil.testbed import ClientFactory, P4Client, Testbed
 from sim.dataplanes.control_state import ControlState, SwitchConfig, Write, diff
 from sim.dataplanes.delivery import Delivery
+from sim.dataplanes.pipeline import PipelineResult
 from sim.engines.static import run_notification
 
 #: The name of the one BMv2 in hop mode (in logs and in the writes).
@@ -46,6 +47,16 @@ class Visit:
     config: SwitchConfig
     emits: tuple[tuple[int, bytes], ...]
     passes: int
+    #: the model's whole result (visits from :func:`model_visits`; ``hil calibrate``)
+    result: PipelineResult | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def chain(self) -> int:
+        """Passes on the chain of the last copy to leave (the largest ``Emit.depth``;
+        0 without a model result or when nothing leaves)."""
+        if self.result is None:
+            return 0
+        return max((e.depth for e in self.result.emitted), default=0)
 
 
 def model_visits(topology, strategy, item) -> tuple[Delivery, list[Visit]]:  # noqa: ANN001
@@ -58,7 +69,7 @@ def model_visits(topology, strategy, item) -> tuple[Delivery, list[Visit]]:  # n
         visits.append(Visit(note.notification_id, switch, in_port, packet.to_bytes(),
                             item.state.config(switch),
                             tuple((e.port, e.packet.to_bytes()) for e in result.emitted),
-                            result.passes))
+                            result.passes, result))
 
     delivery = run_notification(topology, strategy, item.state, note, item.receivers,
                                 item.payload, on_switch=on_switch)
@@ -86,6 +97,8 @@ class HopSwitch(Testbed[int]):
 
     Use as a context manager; everything (process, namespace, veths) is
     removed on exit, also after errors (:class:`hil.testbed.Testbed`).
+    ``realtime`` and ``cpus`` go to :class:`hil.bmv2.Bmv2Switch` (scheduling
+    of the BMv2 process, for ``hil calibrate``).
     """
 
     kind = "hop"
@@ -93,13 +106,15 @@ class HopSwitch(Testbed[int]):
     def __init__(self, program: Program, ports: int, *, quiet_s: float = 0.02,
                  retry_quiet_s: float = 0.5, max_s: float = 10.0,
                  startup_timeout_s: float = 20.0,
-                 log_level: str = "off", client_factory: ClientFactory | None = None) -> None:
+                 log_level: str = "off", client_factory: ClientFactory | None = None,
+                 realtime: int | None = None, cpus: str | None = None) -> None:
         if ports < 1:
             raise ValueError(f"ports must be >= 1, got {ports}")
         super().__init__(program, quiet_s=quiet_s, retry_quiet_s=retry_quiet_s, max_s=max_s,
                          startup_timeout_s=startup_timeout_s, log_level=log_level,
                          client_factory=client_factory)
         self.ports = ports
+        self.realtime, self.cpus = realtime, cpus
         self._loaded: SwitchConfig | None = None
         self._bmv2: Bmv2Switch | None = None
         self._client: P4Client | None = None
@@ -120,7 +135,8 @@ class HopSwitch(Testbed[int]):
         for p in range(1, self.ports + 1):
             ns.add_veth(f"p{p}", f"q{p}")
         bmv2 = self._bmv2 = Bmv2Switch(ns, HOP, {p: f"p{p}" for p in range(1, self.ports + 1)},
-                                       Path(workdir), log_level=self.log_level)
+                                       Path(workdir), log_level=self.log_level,
+                                       realtime=self.realtime, cpus=self.cpus)
         bmv2.start(self.startup_timeout_s)
         self._capture = Capture(ns, {p: f"q{p}" for p in range(1, self.ports + 1)})
         self._client = self._new_client(bmv2.grpc_addr, bmv2.device_id)

@@ -21,12 +21,18 @@ Part C (quantities to track).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
+import numpy as np
+
+from sim.dataplanes.content_fast_path import ContentFamily, ContentFastPath, ContentState
+from sim.dataplanes.content_program import topology_arrays
 from sim.dataplanes.control_state import ControlState, StateBuilder, SwitchConfig
+from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.trees import spanning_tree
 from strategies.base import ExtraMetrics, Knowledge, Strategy
@@ -271,12 +277,72 @@ class LatencyParams:
                             multicast_us=self.latency_multicast_us)
 
 
+class StateMap:
+    """Values kept per installed state, by the state's identity, for as long as it lives.
+
+    Entries leave when their state is garbage (a weak reference's callback), so an
+    identity is never reused while its entry lives.
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[int, tuple[weakref.ref[ControlState], Any]] = {}
+
+    def put(self, state: ControlState, value: Any) -> None:
+        key = id(state)
+        data = self._data
+
+        def forget(_: object) -> None:  # the state is garbage: its identity may be reused
+            data.pop(key, None)
+
+        data[key] = (weakref.ref(state, forget), value)
+
+    def get(self, state: ControlState) -> Any:
+        """The value of ``state``; ``LookupError`` if it has none."""
+        hit = self._data.get(id(state))
+        if hit is None or hit[0]() is not state:
+            raise LookupError("state was not built by this strategy instance")
+        return hit[1]
+
+
+@dataclass(eq=False)
+class StateRecord:
+    """What the controller knows of one state it built, for the rows of its notifications.
+
+    ``content`` feeds the fast path (:class:`~sim.dataplanes.content_fast_path.ContentState`);
+    ``extra`` holds the state's own metrics (cost, flows); the first row of the state
+    also gets the controller's wall time and the deployment peak (seed 001 Alg. 7),
+    later rows 0 (the state was reused).
+    """
+
+    content: ContentState
+    extra: ExtraMetrics
+    wall_ms: float
+    peak: int
+    fresh: bool = True
+    _rows: dict[tuple[Any, ...], ExtraMetrics] = field(default_factory=dict)
+
+    def row_extra(self, link_fp: int, network_fp: int, latency_us: float) -> ExtraMetrics:
+        """The :class:`ExtraMetrics` of the next row served by this state."""
+        first, self.fresh = self.fresh, False
+        key = (link_fp, network_fp, latency_us, first)
+        hit = self._rows.get(key)
+        if hit is None:
+            hit = self._rows[key] = replace(
+                self.extra, link_false_positives=link_fp, network_false_positives=network_fp,
+                lookup_latency_us=latency_us, controller_wall_ms=self.wall_ms if first else 0.0,
+                flows_peak=self.peak if first else 0)
+        return hit
+
+
 class ContentStrategy(Strategy):
     """Base of the content filters: state from all subscriptions, metrics hook.
 
     Subclasses implement :meth:`build` (install or update from the content
     view) and :meth:`state_cost`; they may override :meth:`network_links`
-    (links the reference, e.g. unlimited, state would use).
+    (links the reference, e.g. unlimited, state would use). Every state a
+    build returns gets a :class:`StateRecord` (:meth:`record_of`), so the
+    rows of any state, not only the last one built, can be computed later
+    (the fast path does them all at once after the cell's installs).
     """
 
     scope: ClassVar[Literal["topology", "publisher", "receivers"]] = "topology"
@@ -286,8 +352,7 @@ class ContentStrategy(Strategy):
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
-        self._wall_ms: dict[int, float] = {}
-        self._costs: dict[int, StateCost] = {}
+        self._records = StateMap()
         #: per-switch costs of the configurations seen (``table_cost.state_cost``'s memo)
         self.cost_memo: dict[str, Any] = {}
         self.routing: TreeRouting | None = None
@@ -317,8 +382,43 @@ class ContentStrategy(Strategy):
         view = content_view(knowledge, self.name)
         t0 = time.perf_counter()
         state = self.build(topology, view, previous)
-        self._wall_ms = {id(state): (time.perf_counter() - t0) * 1e3}
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        self._records.put(state, self._record(topology, view, state, wall_ms))
         return state
+
+    def _record(self, topology: Topology, view: Any, state: ControlState, wall_ms: float
+                ) -> StateRecord:
+        """The state's record, taken right after its build (the controller's memory then)."""
+        cost = self.state_cost(topology, state)
+        latency = self.params.latency_model()
+        lat = np.array([latency.lookup_us(cost.filter_entries.get(sw, 0),
+                                          cost.replicates.get(sw, False))
+                        for sw in topology.switches], np.float64)
+        extra = ExtraMetrics(
+            flows_max=max(cost.filter_entries.values(), default=0),
+            tcam_entries=cost.tcam_entries, tcam_bits=cost.tcam_bits,
+            sram_entries=cost.sram_entries, stages_max=cost.stages,
+            switches_over_capacity=len(self.params.capacities().overflowing_switches(state,
+                                                                                   cost)))
+        flows: dict[str, Any] = self.flow_metrics(topology, state)  # ExtraMetrics fields
+        peak = int(flows.pop("flows_peak", 0))
+        if flows:
+            extra = replace(extra, **flows)
+        probe = Notification(0, topology.hosts[0], event=(0,) * view.space.d)
+        enc = self.encode(topology, state, probe, frozenset(), b"")
+        content = ContentState(model=self.model(), latency_us=lat,
+                               header=(len(enc.packets), enc.header_entries, enc.header_bytes),
+                               **self.content_extras(topology, state))
+        return StateRecord(content=content, extra=extra, wall_ms=wall_ms, peak=peak)
+
+    def record_of(self, state: ControlState) -> StateRecord:
+        """The :class:`StateRecord` of a state this instance built (``LookupError`` otherwise)."""
+        return self._records.get(state)  # type: ignore[no-any-return]
+
+    def content_extras(self, topology: Topology, state: ControlState) -> dict[str, Any]:
+        """Family-specific :class:`~sim.dataplanes.content_fast_path.ContentState` fields
+        (``event_key``, ``reference``) of a state just built; none by default."""
+        return {}
 
     # -- metrics ---------------------------------------------------------------
     def state_cost(self, topology: Topology, state: ControlState) -> StateCost:
@@ -331,12 +431,13 @@ class ContentStrategy(Strategy):
         return None
 
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
-        """Flow-limit metrics (merge ratio, flows per switch); none by default."""
+        """Flow-limit metrics (merge ratio, flows per switch) of a state just built."""
         return {}
 
     def extra_metrics(self, topology: Topology, state: ControlState,
                       notification: Notification, receivers: frozenset[str],
                       delivery: Any) -> ExtraMetrics:
+        record = self.record_of(state)
         routing = self.routing_for(topology)
         # the publisher's own access link is never a false positive: no filter can avoid it
         pub = notification.publisher
@@ -348,27 +449,35 @@ class ContentStrategy(Strategy):
                                          receivers)
         ref = self.network_links(topology, state, notification, receivers)
         nfp = lfp if ref is None else link_false_positives(delivery.links, ref)
-        cost = self._costs.get(id(state))
-        if cost is None:
-            cost = self.state_cost(topology, state)
-            self._costs = {id(state): cost}
-        latency = self.params.latency_model()
+        lat = record.content.latency_us
+        index = topology.switch_id
         worst = 0.0
         for r in receivers:
             total = 0.0
-            for sw in routing.path(notification.publisher, r)[1:-1]:
-                total += latency.lookup_us(cost.filter_entries.get(sw, 0),
-                                           cost.replicates.get(sw, False))
+            for sw in routing.path(pub, r)[1:-1]:
+                total += lat[index(sw)]
             worst = max(worst, total)
-        out = ExtraMetrics(
-            link_false_positives=lfp, network_false_positives=nfp,
-            flows_max=max(cost.filter_entries.values(), default=0),
-            tcam_entries=cost.tcam_entries, tcam_bits=cost.tcam_bits,
-            sram_entries=cost.sram_entries, stages_max=cost.stages,
-            controller_wall_ms=self._wall_ms.pop(id(state), 0.0),
-            lookup_latency_us=worst,
-            switches_over_capacity=len(self.params.capacities().overflowing_switches(state,
-                                                                                   cost)),
-        )
-        flows: dict[str, Any] = self.flow_metrics(topology, state)  # ExtraMetrics fields
-        return replace(out, **flows) if flows else out
+        return record.row_extra(lfp, nfp, float(worst))
+
+    # -- fast path ---------------------------------------------------------------
+    def content_fast_path(self, topology: Topology, delays: DelayModel,
+                          family: ContentFamily) -> ContentFastPath | None:
+        """The content fast path of this strategy on ``topology`` (the concrete classes'
+        :meth:`fast_path` hooks call it), or None where the routing tree does not span
+        the network."""
+        routing = self.routing_for(topology)
+        arrays = topology_arrays(topology)
+        if len(routing.depth) != len(arrays.names):
+            return None
+        parent = np.full(len(arrays.names), -1, np.int64)
+        for node, par in routing.parent.items():
+            parent[arrays.gid[node]] = arrays.gid[par]
+        return ContentFastPath(topology, delays, family, self.encode, self._content_of,
+                               self._row_extra, parent, walked=not self.tree_routed)
+
+    def _content_of(self, state: ControlState) -> ContentState:
+        return self.record_of(state).content
+
+    def _row_extra(self, state: ControlState, link_fp: int, network_fp: int,
+                   latency_us: float) -> ExtraMetrics:
+        return self.record_of(state).row_extra(link_fp, network_fp, latency_us)

@@ -34,9 +34,14 @@ bound (opt-in)
     predecessor map per publisher root, built before timing, plus the union
     of the root-to-receiver paths), timed alternately in the same run, on
     jellyfish:switches=255 and 1000 (degree 4, 30 % receivers, 50 B), for
-    every strategy of :data:`BOUND_STRATEGIES`; prints the ratio (target:
-    at most 3x). Exactness is the property test's (tests/sim/test_fast_paths.py);
-    a fast path that declines a notification is reported, not timed.
+    every strategy of :data:`BOUND_STRATEGIES`, and for the content filters
+    (:data:`CONTENT_BOUND_STRATEGIES`) on the content workloads of
+    :data:`CONTENT_BOUND_WORKLOADS` (the bound's receivers: the hosts whose
+    subscriptions match each event; the fast path gets each notification's
+    event and the one installed state); prints the ratio (target: at most
+    3x). Exactness is the property tests' (tests/sim/test_fast_paths.py,
+    tests/sim/test_fast_content.py); a fast path that declines a
+    notification is reported, not timed.
 cells
     Whole cells through :func:`experiments.cells.pipeline.run_cell` (workload
     draw, installs, control writes, engine, rows), rows per CPU second, with
@@ -88,6 +93,18 @@ BOUND_STRATEGIES = ("switch-bitmask", "switch-port", "switch-mcgroup", "mixed", 
                     "tree", "hybrid", "source-routed", "vt-broadcast", "vt-random",
                     "vt-random-variant", "vt-cycles", "vt-partitions", "vt-relation",
                     "vt-freq-relation", "vt-clusters", "vt-hybrid")
+#: The content filters, on content workloads (their receivers: the hosts whose
+#: subscriptions match each event; ``{hosts}``: one subscription per host on average):
+#: "dense", Siena-like half-plane filters on one attribute (about 32 % of the hosts
+#: receive), and "sparse", equality filters on both attributes over 7 x 7 values (2 %).
+CONTENT_BOUND_STRATEGIES = ("pleroma-dz", "range-boxes", "camus-bdd", "kundel-id",
+                            "kundel-bitmask")
+CONTENT_BOUND_WORKLOADS = {
+    "dense": "content:subs={hosts},publishers=2,dims=2,bits=12,dist=siena,preds=1,"
+             "ops=0/1/1/0,values=8",
+    "sparse": "content:subs={hosts},publishers=2,dims=2,bits=12,dist=siena,preds=2,"
+              "ops=1/0/0/0,values=7,zipf=0",
+}
 CELL_TOPOLOGY = STATIC_TOPOLOGY
 VT_CELL_TOPOLOGY = "zoo:Dfn"
 #: (strategy, its parameters, receiver model) of the 20-notification VT cells
@@ -237,6 +254,25 @@ def _cell_rate(notifications: int, reps: int, topology: str) -> dict[str, Any]:
             "per_cpu_s": _median(rates)}
 
 
+def paired_bound(bound: Callable[[], int], engine: Callable[[], int], reps: int,
+                 impl: str, walk: Callable[[], int] | None = None) -> dict[str, Any]:
+    """The bound item's figures of one engine: CPU us per notification of ``engine`` and
+    ``bound`` (and ``walk``, the engine without its encoder, where given) timed
+    alternately ``reps`` times, medians and their ratio, judged."""
+    bound_us, engine_us, walk_us = [], [], []
+    for _ in range(reps):
+        bound_us.append(1e6 / _rate(bound)[1])
+        engine_us.append(1e6 / _rate(engine)[1])
+        if walk is not None:
+            walk_us.append(1e6 / _rate(walk)[1])
+    ratio = _median(engine_us) / _median(bound_us)
+    out = {"impl": impl, "engine_us": _median(engine_us), "bound_us": _median(bound_us),
+           "ratio": ratio, "target": _judge("bound", "ratio", ratio)}
+    if walk_us:
+        out.update(walk_us=_median(walk_us), walk_ratio=_median(walk_us) / _median(bound_us))
+    return out
+
+
 def _lower_bound(topo: Any, cases: list[tuple[str, frozenset[str]]]) -> Callable[[], int]:
     """The issue's lower bound: networkx BFS predecessors per root (cached, built here)
     and the union of the paths to the receivers, per notification."""
@@ -300,13 +336,19 @@ def _walk_alone(fast: Any, pubs: list[str], sets: list[frozenset[str]], payload_
 def bench_bound(reps: int = 3, notifications: int = 400,
                 strategies: Iterable[str] = BOUND_STRATEGIES,
                 topologies: Iterable[str] = BOUND_TOPOLOGIES, payload_bytes: int = 50,
-                tick: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """Engine cost per notification against the lower bound (see the module docstring)."""
+                tick: Callable[[], None] = lambda: None,
+                content_strategies: Iterable[str] = CONTENT_BOUND_STRATEGIES,
+                content_workloads: dict[str, str] | None = None) -> dict[str, Any]:
+    """Engine cost per notification against the lower bound (see the module docstring);
+    the content filters on :data:`CONTENT_BOUND_WORKLOADS` (or ``content_workloads``)."""
     from sim.dataplanes.delivery import DelayModel
     from strategies.base import make_strategy
 
+    workloads = CONTENT_BOUND_WORKLOADS if content_workloads is None else content_workloads
+    content_strategies = tuple(content_strategies)
     out: dict[str, Any] = {"receivers": "uniform:percent=30", "payload_bytes": payload_bytes,
-                           "notifications": notifications, "topologies": {}}
+                           "notifications": notifications, "topologies": {},
+                           "content_workloads": dict(workloads) if content_strategies else {}}
     for topology in topologies:
         topo, _, cases = static_workload(notifications, topology)
         pubs, sets = [p for p, _ in cases], [r for _, r in cases]
@@ -334,20 +376,13 @@ def bench_bound(reps: int = 3, notifications: int = 400,
                 res[name] = {"skipped": f"the fast path declines {declined} notifications"}
                 continue
             walk = _walk_alone(fast, pubs, sets, payload_bytes, kw)
-            bound_us, engine_us, walk_us = [], [], []
-            for _ in range(reps):
-                bound_us.append(1e6 / _rate(bound)[1])
-                engine_us.append(1e6 / _rate(engine)[1])
-                if walk is not None:
-                    walk_us.append(1e6 / _rate(walk)[1])
-            ratio = _median(engine_us) / _median(bound_us)
-            res[name] = {"impl": fast.impl, "engine_us": _median(engine_us),
-                         "bound_us": _median(bound_us), "ratio": ratio,
-                         "target": _judge("bound", "ratio", ratio)}
-            if walk_us:  # the engine without the strategy's encoder
-                res[name].update(walk_us=_median(walk_us),
-                                 walk_ratio=_median(walk_us) / _median(bound_us))
+            res[name] = paired_bound(bound, engine, reps, fast.impl, walk)
             tick()
+        if content_strategies:
+            from experiments.bench.content_bound import bound_content
+
+            res.update(bound_content(topology, reps, notifications, payload_bytes,
+                                     content_strategies, workloads, tick))
         out["topologies"][topology] = res
     return out
 
@@ -605,7 +640,10 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
               ) -> dict[str, Any]:
     """Run the chosen items; returns ``{"cpus", "load_avg", "reps", "items": {...}}``."""
     items = list(items)
-    bound_strategies = BOUND_STRATEGIES if strategies is None else tuple(strategies)
+    bound_strategies = BOUND_STRATEGIES if strategies is None else tuple(
+        n for n in strategies if n not in CONTENT_BOUND_STRATEGIES)
+    bound_content = CONTENT_BOUND_STRATEGIES if strategies is None else tuple(
+        n for n in strategies if n in CONTENT_BOUND_STRATEGIES)
     unknown = [i for i in items if i not in ITEMS]
     if unknown:
         raise ValueError(f"unknown bench item {unknown[0]!r}; known: {', '.join(ITEMS)}")
@@ -616,7 +654,8 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
     steps = {"static": reps * len(STATIC_STRATEGIES) + 1, "encoder": reps, "timed": reps + 1,
              "timed-1000": reps + 1,
              "spark": 1, "cells": reps, "ch6": 0,
-             "bound": len(BOUND_TOPOLOGIES) * len(bound_strategies)}
+             "bound": len(BOUND_TOPOLOGIES) * (len(bound_strategies) + len(
+                 bound_content) * len(CONTENT_BOUND_WORKLOADS))}
     bar = tqdm(total=sum(steps[i] for i in items), desc="stackcast bench", unit="step",
                disable=not progress, dynamic_ncols=True)
     out: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg": list(os.getloadavg()),
@@ -644,7 +683,8 @@ def run_suite(items: Iterable[str] = DEFAULT_ITEMS, reps: int = 3, fraction: flo
                 res = bench_cells(reps=reps, tick=lambda: bar.update(1))
             elif item == "bound":
                 res = bench_bound(reps=reps, notifications=static_notifications,
-                                  strategies=bound_strategies, tick=lambda: bar.update(1))
+                                  strategies=bound_strategies, tick=lambda: bar.update(1),
+                                  content_strategies=bound_content)
             else:
                 res = bench_ch6(fraction=fraction, progress=progress)
             out["items"][item] = res
@@ -738,6 +778,9 @@ def format_suite(result: dict[str, Any]) -> str:
         lines.append(f"engine vs lower bound  {bd['receivers']}, {bd['payload_bytes']} B, "
                      f"{bd['notifications']} notifications; CPU us per notification, the "
                      "bound a cached networkx BFS predecessor map + union of paths")
+        for kind, spec in bd.get("content_workloads", {}).items():
+            lines.append(f"  content filters ({kind}): receivers = hosts whose subscriptions "
+                         f"match the event, {spec}")
         for topology, res in bd["topologies"].items():
             lines.append(f"  {topology}")
             for name, r in res.items():
@@ -746,7 +789,9 @@ def format_suite(result: dict[str, Any]) -> str:
                     continue
                 walk = (f"  (walk alone {r['walk_us']:.1f} us = {r['walk_ratio']:.2f}x)"
                         if "walk_us" in r else "")
+                share = (f"  ({r['receivers_pct']:.1f} % receivers)" if "receivers_pct" in r
+                         else "")
                 lines.append(f"    {name:<16} engine ({r['impl']}) {r['engine_us']:>7.1f} us  "
                              f"bound {r['bound_us']:>6.1f} us  = {r['ratio']:.2f}x"
-                             + _mark(r["target"]) + walk)
+                             + share + _mark(r["target"]) + walk)
     return "\n".join(lines)

@@ -212,9 +212,12 @@ def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel
     fast_metrics: list[Any] = []
     if fast is not None:  # one closed-form batch; declined notifications run on the reference
         items = list(items)
-        # a fast path whose counts depend on the installed state takes each one's
+        # a fast path whose counts depend on the installed state takes each one's, one
+        # that evaluates the event (content filters) the notifications
         states = ({"states": [i.state for i in items]} if getattr(fast, "needs_states", False)
                   else {})
+        if getattr(fast, "needs_notifications", False):
+            states["notifications"] = [i.notification for i in items]
         fast_metrics = fast.metrics([i.notification.publisher for i in items],
                                     [i.receivers for i in items], cell.payload_bytes, **states)
     rows = []
@@ -228,7 +231,9 @@ def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel
         if counted[0] is not state:  # sizes of a state shared by many notifications, once
             counted = (state, state.entries, state.multicast_groups)
         metrics = fast_metrics[k] if fast_metrics else None
-        if metrics is not None:
+        if metrics is not None and "extra" in metrics:  # the strategy's own, from the fast path
+            extra = metrics["extra"]
+        elif metrics is not None:
             waste = metrics["link_false_positives"]
             key = (waste, *(metrics.get(f, 0) for f in HEADER_LABEL_FIELDS))
             extra = fast_extra.get(key) or fast_extra.setdefault(key, ExtraMetrics(

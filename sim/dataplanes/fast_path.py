@@ -28,6 +28,14 @@ labels, whose trees the control plane chose) sets ``needs_states = True``;
 callers then pass ``states=`` (one :class:`ControlState` per notification)
 to :meth:`FastPath.metrics`, which declines every notification without them.
 
+A fast path that evaluates each notification's event (the content filters,
+:mod:`sim.dataplanes.content_fast_path`) sets ``needs_notifications = True``;
+callers then also pass ``notifications=`` (the
+:class:`~sim.dataplanes.packet.Notification` of each), and it declines every
+notification without them. Such a fast path may compute the strategy's own
+extra metrics too: a row's ``metrics["extra"]`` is then its
+:class:`~strategies.base.ExtraMetrics` record.
+
 A fast path with several interchangeable implementations (e.g. numpy and a
 compiled kernel) lists them in ``implementations`` and builds the variant
 ``using(impl)``; the property test checks each.
@@ -132,3 +140,20 @@ class ColumnFastPath(FastPath, Protocol):
         distinct hosts ``receivers[offsets[i]:offsets[i + 1]]`` (indices into
         ``topology.hosts``), as :meth:`FastPath.metrics` gives them."""
         ...
+
+
+def choose_impl(impl: str, impls: Sequence[str], available: Sequence[str]) -> str:
+    """The kernel implementation a fast path runs: ``impl`` itself, or the first of
+    ``available`` for ``"auto"``.
+
+    Raises
+    ------
+    ValueError
+        If ``impl`` is none of ``"auto"`` and ``impls``, or is ``"jit"`` where numba
+        is missing (``available`` lacks it).
+    """
+    if impl not in ("auto", *impls):
+        raise ValueError(f"impl must be auto, {' or '.join(impls)}; got {impl!r}")
+    if impl == "jit" and "jit" not in available:
+        raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
+    return available[0] if impl == "auto" else impl

@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from sim.dataplanes.camus.fast_path import CamusFamily
 from sim.dataplanes.camus.reference import (
     ACTIONS,
     ETHERTYPE_CAMUS,
@@ -61,7 +62,9 @@ from sim.dataplanes.camus.reference import (
 )
 from sim.dataplanes.content_space import Box
 from sim.dataplanes.control_state import ControlState, Exact, Range, StateBuilder, TableEntry
+from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.event_header import PubsubLayout
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, host_mac
 from strategies.base import Encoding, register_strategy
 from strategies.camus.bdd import Conj, Pipeline, compile_bdd, round_alpha
@@ -333,3 +336,10 @@ class CamusBdd(ContentStrategy):
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
         return {"flow_limit": self.params.max_entries if self.params.table == "one-big-table"
                 else 0}
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The content fast path (:mod:`sim.dataplanes.content_fast_path`) of Camus's
+        pipeline; not for subclasses (they may change the encoding or the metrics)."""
+        if type(self) is not CamusBdd:
+            return None
+        return self.content_fast_path(topology, delays, CamusFamily())

@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from sim.dataplanes.control_state import ControlState, Range, Ternary
+from sim.dataplanes.delivery import DelayModel
+from sim.dataplanes.fast_path import FastPath
+from sim.dataplanes.kundel.fast_path import KundelFamily
 from sim.dataplanes.kundel.reference import (
     ETHERTYPE_KUNDEL,
     FORWARD_GROUP,
@@ -170,6 +173,13 @@ class KundelBase(ContentStrategy):
         return Encoding((Packet(GROUP_MAC, host_mac(topology, notification.publisher),
                                 ETHERTYPE_KUNDEL, header, payload),),
                         header_entries=len(notification.event))
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The content fast path (:mod:`sim.dataplanes.content_fast_path`) of Kundel's
+        table; not for subclasses (they may change the encoding or the metrics)."""
+        if type(self) not in (KundelId, KundelBitmask):
+            return None
+        return self.content_fast_path(topology, delays, KundelFamily())
 
     def state_cost(self, topology: Topology, state: ControlState) -> StateCost:
         keys = {KEY_MASK: self.nslots, **{value_slot(i): 32 for i in range(self.nslots)}}

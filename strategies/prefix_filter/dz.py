@@ -70,6 +70,14 @@ def _bit_plan(space: AttributeSpace, dims: tuple[int, ...], length: int
     return plan
 
 
+def bit_shifts(space: AttributeSpace, length: int, dims: Sequence[int] | None = None
+               ) -> tuple[tuple[int, int], ...]:
+    """Per dz bit ``j`` of an event's dz: (attribute, right shift), so that bit ``j`` is
+    ``(event[attribute] >> shift) & 1`` (:func:`event_dz` as arithmetic)."""
+    return tuple((a, space.bits[a] - 1 - lvl)
+                 for a, lvl in _bit_plan(space, _dims(space, dims), length))
+
+
 def event_dz(event: Sequence[int], space: AttributeSpace, length: int,
              dims: Sequence[int] | None = None) -> str:
     """The dz of maximum length ``length`` containing ``event``."""

@@ -50,6 +50,7 @@ from typing import Any, Literal
 
 from sim.dataplanes.content_space import Event, Subscription
 from sim.dataplanes.control_state import ControlState, Exact, Lpm, StateBuilder, TableEntry
+from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.event_header import (
     ETHERTYPE_IPV4,
     ETHERTYPE_IPV6,
@@ -58,7 +59,9 @@ from sim.dataplanes.event_header import (
     host_ipv6,
     ip_udp_pubsub,
 )
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, group_mac, host_mac
+from sim.dataplanes.prefix_filter.fast_path import DzKey, PrefixFamily
 from sim.dataplanes.prefix_filter.reference import (
     FORWARD,
     KEY_PORT,
@@ -70,10 +73,11 @@ from sim.dataplanes.prefix_filter.reference import (
 )
 from sim.dataplanes.seeds import child_rng
 from strategies.base import Encoding, register_strategy
-from strategies.content_filter import ContentStrategy, GroupAllocator, LatencyParams
+from strategies.content_filter import ContentStrategy, GroupAllocator, LatencyParams, StateMap
 from strategies.prefix_filter.dz import (
     IPV4_MAX_DZ,
     IPV6_MAX_DZ,
+    bit_shifts,
     decompose,
     dz_to_ipv4,
     dz_to_ipv6,
@@ -226,7 +230,7 @@ class PleromaDz(ContentStrategy):
         super().__init__(params)
         self.groups = GroupAllocator()
         self.stats = EnforcerStats()
-        self._models: dict[int, PleromaModel] = {}
+        self._models = StateMap()  # state -> the controller's model it was built from
         self._rng = child_rng(self.params.seed, "pleroma-local")
         self._space: Any = None  # the event space and header layout of the last build
         self._layout_cache: PubsubLayout | None = None
@@ -242,10 +246,9 @@ class PleromaDz(ContentStrategy):
         return min(self.params.dz_bits or cap, cap, max_length(view.space, dims))
 
     def model_of(self, state: ControlState) -> PleromaModel:
-        try:
-            return self._models[id(state)]
-        except KeyError:
-            raise LookupError("state was not built by this pleroma-dz instance") from None
+        """The controller's model behind ``state`` (one object, updated in place by later
+        builds: its dz length, dimensions and subscriptions are the latest's)."""
+        return self._models.get(state)  # type: ignore[no-any-return]
 
     # -- control plane ---------------------------------------------------------
     def build(self, topology: Topology, view: Any, previous: ControlState | None
@@ -257,9 +260,13 @@ class PleromaDz(ContentStrategy):
         self._layout_cache = self._layout(view)
         for a in p.dims:
             check(0 <= a < view.space.d, f"dims names attribute {a}, the space has {view.space.d}")
-        if previous is not None and id(previous) in self._models:
-            model = self._models[id(previous)]
-        else:
+        model = None
+        if previous is not None:
+            try:
+                model = self._models.get(previous)
+            except LookupError:
+                pass
+        if model is None:
             length = self._length(view)
             model = PleromaModel(length=length, dims=dims, subs={}, sub_dz={}, adv_dz={},
                                  logical={}, physical={}, records={})
@@ -290,7 +297,7 @@ class PleromaDz(ContentStrategy):
             if rate > p.self_eval:
                 self._global(model, optimizer)
         state = self._state(topology, model)
-        self._models = {id(state): model}
+        self._models.put(state, model)
         return state
 
     def _flows_for(self, model: PleromaModel, pub: str, sub: Subscription) -> list[str]:
@@ -473,10 +480,29 @@ class PleromaDz(ContentStrategy):
                       ) -> set[tuple[str, str]] | None:
         model = self.model_of(state)
         dz = event_dz(notification.event, self._space, model.length, model.dims)
-        return emulate_links(model.unlimited(), self.routing_for(topology), topology,
-                             notification.publisher, dz)
+        return emulate_links(self.record_of(state).content.reference,
+                             self.routing_for(topology), topology, notification.publisher, dz)
+
+    def content_extras(self, topology: Topology, state: ControlState) -> dict[str, Any]:
+        """The event's destination (dz plan) and the unlimited flows as they stand after
+        this build (the reference of the network false positives, seed 001 §6.2)."""
+        model = self.model_of(state)
+        family = 4 if self.params.encoding == "ipv4" else 6
+        return {"event_key": DzKey(family, model.length,
+                                   bit_shifts(self._space, model.length, model.dims),
+                                   self._space.d),
+                "reference": dict(model.unlimited())}
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The content fast path (:mod:`sim.dataplanes.content_fast_path`) of the prefix
+        filter; not for subclasses (they may change the encoding or the metrics)."""
+        if type(self) is not PleromaDz:
+            return None
+        return self.content_fast_path(topology, delays, PrefixFamily())
 
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
+        """Merge ratios, flows per switch and the deployment peak of a state just built
+        (the peak since the previous build)."""
         model = self.model_of(state)
         unl = model.unlimited()
         ratios, limited = [], []

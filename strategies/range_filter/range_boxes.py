@@ -54,8 +54,11 @@ import numpy as np
 
 from sim.dataplanes.content_space import Box, Event
 from sim.dataplanes.control_state import ControlState, Range, StateBuilder, TableEntry
+from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.event_header import ETHERTYPE_IPV4, PubsubLayout, host_ipv4, ip_udp_pubsub
+from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, host_mac
+from sim.dataplanes.range_filter.fast_path import RangeFamily
 from sim.dataplanes.range_filter.reference import (
     FORWARD,
     MULTICAST,
@@ -514,3 +517,10 @@ class RangeBoxes(ContentStrategy):
 
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
         return {"flow_limit": self.params.capacity}
+
+    def fast_path(self, topology: Topology, delays: DelayModel) -> FastPath | None:
+        """The content fast path (:mod:`sim.dataplanes.content_fast_path`) of the range
+        filter; not for subclasses (they may change the encoding or the metrics)."""
+        if type(self) is not RangeBoxes:
+            return None
+        return self.content_fast_path(topology, delays, RangeFamily())

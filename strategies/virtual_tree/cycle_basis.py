@@ -84,6 +84,10 @@ def _independent(topology: Topology, ordered: list[list[int]]) -> list[frozenset
     return basis
 
 
+#: What fills a row after its link ids (larger than any link id: shorter rows sort first).
+PAD = 1 << 62
+
+
 def _horton_rows(indptr: np.ndarray, nbr: np.ndarray, pair_eid: np.ndarray,
                  pair_u: np.ndarray, pair_v: np.ndarray, pair_e: np.ndarray, w: int,
                  parent: np.ndarray, up_eid: np.ndarray, depth: np.ndarray,
@@ -115,7 +119,11 @@ def _horton_rows(indptr: np.ndarray, nbr: np.ndarray, pair_eid: np.ndarray,
                 tail += 1
     mark[:n] = 0
     rows = 0
-    width = out.shape[1]
+    deepest = 0
+    for x in range(n):
+        deepest = max(deepest, depth[x])
+    # a cycle has at most 2 * deepest + 1 links: its row needs that many columns plus one
+    width = min(out.shape[1], 2 * deepest + 2)
     for i in range(pair_u.shape[0]):
         u, v = pair_u[i], pair_v[i]
         if depth[u] + depth[v] + 2 < 4:
@@ -150,7 +158,7 @@ def _horton_rows(indptr: np.ndarray, nbr: np.ndarray, pair_eid: np.ndarray,
                 x = parent[x]
         body = row[1:j]
         body.sort()
-        row[j:width] = 1 << 62
+        row[j:width] = PAD
         rows += 1
     return rows
 
@@ -186,10 +194,14 @@ def cycle_basis_fast(topology: Topology) -> list[frozenset[int]]:
     for w in range(n):
         rows = kernel(g.indptr, g.nbr, slot_pair, pairs[:, 0], pairs[:, 1], pairs[:, 2], w,
                       parent, up_eid, depth, mark, out)
-        if rows:
-            found.append(np.unique(out[:rows], axis=0))
+        if rows:  # only the columns its longest cycle uses (the rest is padding)
+            width = 1 + int(out[:rows, 0].max())
+            found.append(np.unique(out[:rows, :width], axis=0))
     if not found:
         return []
-    table = np.unique(np.concatenate(found), axis=0)
+    width = max(f.shape[1] for f in found)
+    table = np.unique(np.concatenate([
+        np.pad(f, ((0, 0), (0, width - f.shape[1])), constant_values=PAD) for f in found]),
+        axis=0)
     ordered = [[int(e) for e in row[1:1 + row[0]]] for row in table]
     return _independent(topology, ordered)

@@ -7,7 +7,13 @@ from collections import Counter
 import pytest
 
 from experiments.cli.main import main
-from hil.compare import Report, compare_delivered, compare_switch, port_frames
+from hil.compare import (
+    Report,
+    compare_delivered,
+    compare_switch,
+    first_difference,
+    port_frames,
+)
 from hil.hop import HOP, Visit, group_visits, reconfigure_writes
 from sim.dataplanes.control_state import CloneSession, Exact, SwitchConfig, TableEntry
 
@@ -42,6 +48,26 @@ def test_different_bytes_and_passes():
     assert (found[1].expected, found[1].actual, found[1].port) == (2, 5, None)
 
 
+def test_first_difference_names_the_byte():
+    c = Counter
+    assert first_difference(c([A, B]), c([B, A])) == ""
+    wrong = A[:5] + b"\x07" + A[6:]
+    assert first_difference(c([A]), c([wrong])) == (
+        "first difference at byte 5: model 0x01, bmv2 0x07 (frames of 20 and 20 bytes)")
+    assert first_difference(c([A]), c([A[:12]])) == (
+        "first difference at byte 12: model frame has 20 bytes, bmv2 frame 12")
+    assert first_difference(c([A]), c()) == "model frame (20 bytes) not sent by bmv2"
+    assert first_difference(c(), c([B])).startswith("bmv2 sent an unexpected frame (20 bytes)")
+    # the unmatched bmv2 frame closest to the missing model frame is the one compared
+    assert "byte 19" in first_difference(c([A, B]), c([B, A[:19] + b"\x09", b"\x05" * 20]))
+
+
+def test_a_wrong_byte_is_reported_where_it_is():
+    wrong = b"\x01" * 19 + b"\x02"
+    found = compare_switch(0, "s1", port_frames([(1, A)]), port_frames([(1, wrong)]), 1, 1)
+    assert "first difference at byte 19: model 0x01, bmv2 0x02" in found[0].detail
+
+
 def test_delivered_counts_copies():
     assert compare_delivered(0, {"h1": 1, "h2": 0}, {"h1": 1}) == []
     (m,) = compare_delivered(7, {"h1": 1}, {"h1": 2, "h3": 1})
@@ -62,7 +88,8 @@ def test_report_match_rate_and_json():
     assert doc["match_rate"] == pytest.approx(0.75)
     assert doc["mismatches"] == [{"notification": 1, "switch": "s1", "port": 1,
                                   "what": "frames", "expected": [A.hex()], "actual": [],
-                                  "detail": "bmv2 sent 0 unexpected, 1 missing"}]
+                                  "detail": "bmv2 sent 0 unexpected, 1 missing; model frame "
+                                            "(20 bytes) not sent by bmv2"}]
     assert "notification 1, switch s1, port 1: frames differ" in r.format_text()
     r.retried(compare_switch(1, "s1", port_frames([(1, A)]), port_frames([(1, B)]), 1, 2))
     assert r.retries == 1 and r.retry_reasons == {

@@ -23,7 +23,8 @@ encoding), and :meth:`~sim.dataplanes.fast_path.FastPath.metrics` must equal
 each of the fast path's implementations. The tree walk of
 :mod:`sim.dataplanes.source_routing.fast_path` (switch-bitmask, switch-port,
 hops) has its own tests at the end (batches, both implementations, what it
-declines).
+declines). The content filters' fast path, which evaluates each
+notification's event, is tested in tests/sim/test_fast_content.py.
 
 References
 ----------
@@ -119,7 +120,9 @@ def probe(name: str) -> FastPath | None:
 
 
 def fast_path_strategies() -> tuple[str, ...]:
-    """Registered strategies whose hook returns a fast path (default parameters)."""
+    """Registered strategies whose hook returns a fast path (default parameters), except
+    those that evaluate events (``needs_notifications``, the content filters): their
+    workloads need events, tests/sim/test_fast_content.py checks them."""
     load_builtin_strategies()
     out = []
     for name in STRATEGIES.names():
@@ -130,7 +133,7 @@ def fast_path_strategies() -> tuple[str, ...]:
             found = probe(name)
         except SpecError:  # no usable defaults: not discoverable this way
             continue
-        if found is not None:
+        if found is not None and not getattr(found, "needs_notifications", False):
             out.append(name)
     return tuple(sorted(out))
 

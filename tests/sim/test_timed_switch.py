@@ -7,7 +7,13 @@ import math
 
 import pytest
 
-from sim.engines.timed.config import Capacity, TimedConfig, Workload, timed_settings
+from sim.engines.timed.config import (
+    Capacity,
+    TimedConfig,
+    Workload,
+    settings_canonical,
+    timed_settings,
+)
 from sim.engines.timed.engine import TimedEngine, run_notifications
 from sim.engines.timed.metrics import TimeWeighted, percentile, summary
 from strategies.base import Knowledge, make_strategy
@@ -128,6 +134,33 @@ def test_recirculations_compete_with_arriving_packets_fifo():
     r = engine.run()
     out = [(round(ev[0] / US, 3), ev[5]) for ev in r.trace if ev[1] == "tx" and ev[2] == "s1"]
     assert out == [(110.0, 0), (120.0, 1), (130.0, 0), (140.0, 0)]
+
+
+def test_pass_delay_hands_off_without_holding_the_pipeline():
+    """Packet A needs 3 passes (one copy each), B one pass, arriving during A's first.
+    Every pass's copies and recirculation move on 5 us after it (pass_delay_s), and the
+    pipeline serves B in the meantime: A 100-110, B 110-120, A 120-130, A 135-145."""
+    topo = star(4)
+    recv_a = frozenset({"h2", "h3", "h4"})
+    strategy = make_strategy("tree")
+    state = strategy.install(topo, Knowledge(receiver_sets={"h1": (recv_a,),
+                                                            "h2": (frozenset({"h3"}),)}))
+    cfg = TimedConfig(pass_s=10 * US, feed_in_s=100 * US, pass_delay_s=5 * US)
+    engine = TimedEngine(topo, strategy, state, cfg, payload_bytes=4, trace=True)
+    engine.publish("h1", recv_a)
+    engine.publish_at(5 * US, "h2", frozenset({"h3"}))
+    r = engine.run()
+    out = [(round(ev[0] / US, 3), ev[5]) for ev in r.trace if ev[1] == "tx" and ev[2] == "s1"]
+    assert out == [(115.0, 0), (125.0, 1), (135.0, 0), (150.0, 0)]
+    assert r.recorder.recirc_executed == {"s1": 2}
+
+
+def test_pass_delay_is_in_the_canonical_settings_only_when_set():
+    assert "pass_delay_s" not in settings_canonical(timed_settings({}, notifications=1))
+    given = timed_settings({"pass_delay_s": 1e-4}, notifications=1)
+    assert settings_canonical(given)["pass_delay_s"] == 1e-4
+    with pytest.raises(SpecError, match="pass_delay_s"):
+        timed_settings({"pass_delay_s": -1.0}, notifications=1)
 
 
 def test_pre_delay_spaces_the_replicas_of_one_pass():

@@ -59,7 +59,7 @@ from sim.dataplanes.bier.codec import bier_header_bytes
 from sim.dataplanes.bier.domain import BferChoice, bier_domain
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
-from sim.dataplanes.fast_path import Encoder
+from sim.dataplanes.fast_path import Encoder, choose_impl
 from sim.dataplanes.l2.fast_path import RouteTables, route_tables
 from sim.dataplanes.l2.fast_path_kernels import compiled
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
@@ -133,12 +133,7 @@ class BierFastPath:
     def __init__(self, topology: Topology, delays: DelayModel, encode: Encoder, *,
                  bsl_bits: int, bfers: BferChoice, ttl: int, mtu_bytes: int,
                  impl: str = "auto") -> None:
-        if impl not in ("auto", *IMPLS):
-            raise ValueError(f"impl must be auto, {' or '.join(IMPLS)}; got {impl!r}")
-        have = available_impls()
-        if impl == "jit" and "jit" not in have:
-            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
-        self._impl = have[0] if impl == "auto" else impl
+        self._impl = choose_impl(impl, IMPLS, available_impls())
         self.topology = topology
         self.delays = delays
         self.encode = encode

@@ -54,7 +54,7 @@ import numpy as np
 from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, broker_node
-from sim.dataplanes.fast_path import Encoder
+from sim.dataplanes.fast_path import Encoder, choose_impl
 from sim.dataplanes.l2 import fast_path_kernels as kernels
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from sim.dataplanes.tree_tables import tree_tables
@@ -149,12 +149,7 @@ class WalkFastPath:
                  impl: str = "auto", caches: Caches | None = None) -> None:
         if walk not in self.walks:
             raise ValueError(f"walk must be one of {', '.join(self.walks)}; got {walk!r}")
-        if impl not in ("auto", *IMPLS):
-            raise ValueError(f"impl must be auto, {' or '.join(IMPLS)}; got {impl!r}")
-        have = available_impls()
-        if impl == "jit" and "jit" not in have:
-            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
-        self._impl = have[0] if impl == "auto" else impl
+        self._impl = choose_impl(impl, IMPLS, available_impls())
         self.topology = topology
         self.walk = walk
         self.delays = delays

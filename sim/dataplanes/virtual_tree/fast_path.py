@@ -74,7 +74,7 @@ from typing import Any
 from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState, Exact, SwitchConfig
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, row_metrics
-from sim.dataplanes.fast_path import Encoder
+from sim.dataplanes.fast_path import Encoder, choose_impl
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Encoding, Notification, payload_for
 from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat, count_labels
 from sim.dataplanes.virtual_tree.reference import (
@@ -210,12 +210,7 @@ class VirtualTreeFastPath:
 
     def __init__(self, topology: Topology, delays: DelayModel, encode: Encoder,
                  fmt: LabelFormat, caches: Caches | None = None, impl: str = "auto") -> None:
-        if impl not in ("auto", *IMPLS):
-            raise ValueError(f"impl must be auto, {' or '.join(IMPLS)}; got {impl!r}")
-        have = available_impls()
-        if impl == "jit" and "jit" not in have:
-            raise ValueError("impl='jit' needs numba (pip install numba; STACKCAST_NO_JIT unset)")
-        self._impl = have[0] if impl == "auto" else impl
+        self._impl = choose_impl(impl, IMPLS, available_impls())
         self.topology = topology
         self.delays = delays
         self.encode = encode

@@ -107,6 +107,15 @@ class TimedConfig:
     pre_delay_s : float
         Packet-replication engine: the i-th of m >= 2 copies leaving after
         the same pass leaves i x ``pre_delay_s`` after that pass.
+    pass_delay_s : float
+        Hand-off after every pass that does not hold the pipeline: what a
+        pass made (its recirculated or cloned passes, its copies) moves on
+        ``pass_delay_s`` after the pass completes. A software switch hands
+        every packet from its ingress thread to an egress thread and, on
+        recirculation, back (BMv2; fitted by ``stackcast hil calibrate``),
+        so a chain of k passes takes k x (``pass_s`` + ``pass_delay_s``)
+        while clones of one pass overlap. Default 0 (no hand-off); a value
+        > 0 turns recirculation off the pipeline's fast path.
     buffer_frames : int or None
         Frames an egress queue holds (the one on the wire included); an
         arriving frame beyond it is dropped (drop-tail). None = unlimited.
@@ -158,6 +167,7 @@ class TimedConfig:
     recirc_ports: int = 1
     recirc_buffer_frames: int | None = None
     pre_delay_s: float = 0.0
+    pass_delay_s: float = 0.0
     buffer_frames: int | None = None
     ttl_hops: int | None = None
     feed_in_s: float = 1e-4
@@ -173,8 +183,8 @@ class TimedConfig:
 
     def __post_init__(self) -> None:
         _nonneg(self, "pass_s", "switch_latency_s", "lookup_s", "lookup_per_entry_s",
-                "pre_delay_s", "feed_in_s", "broker_s", "write_latency_s", "write_rtt_s",
-                "compute_s", "inform_s")
+                "pre_delay_s", "pass_delay_s", "feed_in_s", "broker_s", "write_latency_s",
+                "write_rtt_s", "compute_s", "inform_s")
         check(self.pipelines >= 1, f"pipelines must be >= 1; got {self.pipelines!r}")
         check(self.write_batch >= 1, f"write_batch must be >= 1; got {self.write_batch!r}")
         check(self.recirc_ports >= 1, f"recirc_ports must be >= 1; got {self.recirc_ports!r}")
@@ -358,11 +368,18 @@ def timed_settings(raw: Mapping[str, Any], where: str = "[timed]",
     return TimedSettings(**built)
 
 
+#: Fields added after results were published: in the canonical dict only when
+#: set, so the rows of runs that do not use them stay as they were.
+_OMITTED_AT_DEFAULT = frozenset({"pass_delay_s"})
+
+
 def settings_canonical(settings: TimedSettings) -> dict[str, Any]:
     """Plain-value dict of every field (for JSON columns and metadata)."""
     out: dict[str, Any] = {}
     for part in _PARTS:
         obj = getattr(settings, part)
         for f in dataclasses.fields(obj):
-            out[f.name] = getattr(obj, f.name)
+            value = getattr(obj, f.name)
+            if f.name not in _OMITTED_AT_DEFAULT or value != f.default:
+                out[f.name] = value
     return out

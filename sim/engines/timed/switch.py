@@ -322,8 +322,9 @@ class Pipeline(FifoServer):
         self.switch = switch
         self._sw_name = switch.name
         self._recirculated: list[int] = switch.recorder.recirc_counter(switch.name)
-        #: no recirculation ports: spawned passes re-enter this pipeline at once
-        self._reenter = switch.timed.recirc_port_bps is None
+        #: no recirculation ports nor hand-off delay: spawned passes re-enter this
+        #: pipeline at once
+        self._reenter = switch.timed.recirc_port_bps is None and switch.timed.pass_delay_s == 0
 
     def service(self, item: tuple[_Packet, int]) -> float:
         pkt = item[0]
@@ -418,7 +419,8 @@ class SwitchNode:
     ``recirc_port_bps`` set, first crosses the least-loaded of the pipeline's
     ``recirc_ports`` recirculation ports; the i-th of m >= 2 copies leaving after one pass waits
     ``i x pre_delay_s`` in the replication engine; then it joins the
-    egress queue of its port.
+    egress queue of its port. With ``pass_delay_s`` > 0, spawned passes and
+    copies start all that ``pass_delay_s`` after their pass completed.
     """
 
     def __init__(self, env: simpy.Environment, name: str, dataplane: DataPlane,
@@ -497,7 +499,7 @@ class SwitchNode:
             self.recorder.recirculated(self.name)
         children = plan.children[j]
         if children:
-            if self.recirc:
+            if self.recirc or self.timed.pass_delay_s > 0:
                 self.recirculate(pkt, children)
             else:
                 for c in children:
@@ -507,7 +509,19 @@ class SwitchNode:
             self.send_copies(pkt, copies)
 
     def recirculate(self, pkt: _Packet, children: tuple[int, ...]) -> None:
-        """Child passes through the least-loaded recirculation port of the pipeline."""
+        """Child passes through the least-loaded recirculation port of the pipeline
+        (after ``pass_delay_s``; without recirculation ports back into the pipeline)."""
+        delay = self.timed.pass_delay_s
+        if delay > 0:
+            call_later(self.env, delay, lambda _ev: self._recirculate_now(pkt, children))
+        else:
+            self._recirculate_now(pkt, children)
+
+    def _recirculate_now(self, pkt: _Packet, children: tuple[int, ...]) -> None:
+        if not self.recirc:
+            for c in children:
+                self.enqueue((pkt, c))
+            return
         ports = self.recirc[pkt.pipe]
         for c in children:
             port = min(ports, key=lambda p: len(p.queue)) if len(ports) > 1 else ports[0]
@@ -515,7 +529,15 @@ class SwitchNode:
                 self.recorder.drop(self.env.now, "recirc", self.name, pkt.pipe, pkt.frame[1])
 
     def send_copies(self, pkt: _Packet, copies: tuple[Emit, ...]) -> None:
-        """Copies leaving after one pass: through the PRE (``pre_delay_s`` each) to egress."""
+        """Copies leaving after one pass: after ``pass_delay_s``, through the PRE
+        (``pre_delay_s`` each) to egress."""
+        delay = self.timed.pass_delay_s
+        if delay > 0:
+            call_later(self.env, delay, lambda _ev: self._send_copies_now(pkt, copies))
+        else:
+            self._send_copies_now(pkt, copies)
+
+    def _send_copies_now(self, pkt: _Packet, copies: tuple[Emit, ...]) -> None:
         _, nid, hops = pkt.frame
         pre = self.timed.pre_delay_s
         if len(copies) >= 2 and pre > 0:

@@ -1,0 +1,137 @@
+"""The prefix filter's tables and events for the content fast path (``content_fast_path``).
+
+A switch's ``dz_forward`` (or ``dz_forward_v6``) table becomes one segment
+of rules per ingress port (the exact ``ingress_port`` key), each rule the
+range of destination addresses its prefix covers, in the lookup's order
+(longest prefix first). An event's key is the destination address the
+publisher writes (:class:`DzKey`: the dz of length ``L`` under
+225.128.0.0/9, or the top 63 bits of ff0e::/16 + dz, which is exact for
+prefixes of at most 63 bits; longer ones are not supported and their
+states run on the reference).
+
+PLEROMA's reference flows (the unlimited flows, for seed 001's network
+false positives) compile the same way, keyed by the dz itself.
+
+References
+----------
+Seed 001 §2.2 (dz in the IP destination), §2.3 (flows), §6.2 (network false
+positives); see :mod:`sim.dataplanes.prefix_filter.reference`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sim.dataplanes.content_fast_path import ContentState
+from sim.dataplanes.content_program import (
+    SwitchPiece,
+    Unsupported,
+    compile_rules,
+    port_or_group,
+    range_piece,
+)
+from sim.dataplanes.control_state import SwitchConfig
+from sim.dataplanes.prefix_filter.reference import FORWARD, MULTICAST, TABLE_V4, TABLE_V6
+
+#: dz bits in the key and the key's fixed top bits: IPv4 (225.128.0.0/9: 23 dz bits below
+#: the 9-bit prefix) and IPv6 (ff0e::/16, the address shifted right by 65 bits: 47 dz bits).
+_KEY = {4: (23, 0xE180_0000, 0), 6: (47, 0xFF0E << 47, 65)}
+
+
+@dataclass(frozen=True)
+class DzKey:
+    """How an event becomes its dz (seed 001 §2.2) and destination address.
+
+    Attributes
+    ----------
+    family : {4, 6}
+        IP version of the destination.
+    length : int
+        dz bits ``L``.
+    plan : tuple of (int, int)
+        Per dz bit ``j``: (attribute, right shift); bit ``j`` is
+        ``(value >> shift) & 1`` (0 = lower half, most significant first).
+    dims : int
+        Attributes of an event (the pubsub header's values).
+    """
+
+    family: int
+    length: int
+    plan: tuple[tuple[int, int], ...]
+    dims: int
+
+    def bits(self, values: np.ndarray, count: int, width: int) -> np.ndarray:
+        """The first ``count`` dz bits of each event as the top of a ``width``-bit integer."""
+        out = np.zeros(len(values), np.int64)
+        for j, (attr, shift) in enumerate(self.plan[:count]):
+            out |= ((values[:, attr] >> shift) & 1) << (width - 1 - j)
+        return out
+
+    def addresses(self, values: np.ndarray) -> np.ndarray:
+        """The destination of each event (IPv6: its top 63 bits)."""
+        width, prefix, _ = _KEY[self.family]
+        return prefix | self.bits(values, min(self.length, width), width)
+
+    def dz_values(self, values: np.ndarray) -> np.ndarray:
+        """The dz of each event as an ``L``-bit integer."""
+        if self.length > 62:
+            raise Unsupported(f"a dz of {self.length} bits does not fit int64")
+        return self.bits(values, self.length, self.length)
+
+
+class PrefixFamily:
+    """:class:`~sim.dataplanes.content_fast_path.ContentFamily` of the prefix filter."""
+
+    def n_fields(self, info: ContentState) -> int:
+        return 1
+
+    def switch_key(self, switch: str, info: ContentState) -> Hashable:
+        return info.event_key.family
+
+    def switch_piece(self, switch: str, config: SwitchConfig, info: ContentState
+                     ) -> SwitchPiece:
+        family = info.event_key.family
+        entries = config.tables.get(TABLE_V4 if family == 4 else TABLE_V6, ())
+        piece = SwitchPiece()
+        if entries:
+            compile_rules(piece, entries, 1,
+                          lambda e: port_or_group(config, e, MULTICAST, FORWARD),
+                          by_port=True, shifts=(_KEY[family][2],))
+        return piece
+
+    def keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
+        _check(values, info)
+        return info.event_key.addresses(values).reshape(-1, 1)
+
+    def hashes(self, info: ContentState, values: np.ndarray) -> np.ndarray:
+        return np.zeros(len(values), np.int64)
+
+    def net_piece(self, flows: Mapping[int, Any], info: ContentState) -> SwitchPiece:
+        """One switch's unlimited flows (ingress port -> ``PrefixTable``: dz -> ports) as
+        dz ranges, longest first (``PrefixTable.lpm``), ports sorted (``emulate_links``)."""
+        length = info.event_key.length
+        groups: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
+        for port, table in flows.items():
+            rows = []
+            for dz in sorted(table.flows, key=len, reverse=True):
+                if len(dz) > length:
+                    continue  # longer than any event's dz: never the longest match
+                if length > 62:
+                    raise Unsupported(f"a dz of {length} bits does not fit int64")
+                open_bits = length - len(dz)
+                lo = (int(dz, 2) << open_bits) if dz else 0
+                rows.append((lo, lo + (1 << open_bits) - 1, tuple(sorted(table.flows[dz]))))
+            groups[port] = rows
+        return range_piece(groups)
+
+    def net_keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
+        return info.event_key.dz_values(values).reshape(-1, 1)
+
+
+def _check(values: np.ndarray, info: ContentState) -> None:
+    if values.ndim != 2 or values.shape[1] != info.event_key.dims:
+        raise Unsupported("events of another width than the header's")
