@@ -353,6 +353,8 @@ class ContentStrategy(Strategy):
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         self._records = StateMap()
+        #: per-switch costs of the configurations seen (``table_cost.state_cost``'s memo)
+        self.cost_memo: dict[str, Any] = {}
         self.routing: TreeRouting | None = None
 
     def check_applicable(self, topology: Topology, population: Any) -> None:

@@ -30,9 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from sim.dataplanes.control_state import ControlState, Exact, Lpm, Range, TableEntry, Ternary
+from sim.dataplanes.control_state import (
+    ControlState,
+    Exact,
+    Lpm,
+    Range,
+    SwitchConfig,
+    TableEntry,
+    Ternary,
+)
 from topologies.registry import check
 
 
@@ -84,7 +92,10 @@ def tcam_entries(entry: TableEntry, spec: TableSpec, ranges: Literal["native", "
 
 
 def is_tcam(entry: TableEntry) -> bool:
-    return any(isinstance(m, Ternary | Lpm | Range) for _, m in entry.match)
+    return any(isinstance(m, _TCAM_MATCHES) for _, m in entry.match)
+
+
+_TCAM_MATCHES = (Ternary, Lpm, Range)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +116,8 @@ class StateCost:
 
 def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
                filter_tables: Callable[[str], bool], stages: int | Callable[[str], int],
-               ranges: Literal["native", "expand"] = "native") -> StateCost:
+               ranges: Literal["native", "expand"] = "native",
+               memo: dict[str, Any] | None = None) -> StateCost:
     """The cost of ``state``.
 
     Parameters
@@ -119,6 +131,11 @@ def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
         Tables a packet traverses on a switch.
     ranges : str
         ``native`` range match (1 entry) or ``expand`` (prefix cover product).
+    memo : dict, optional
+        The caller's per-switch memo (switch -> its configuration, ``specs``,
+        ``ranges`` and entry costs), so that configurations shared with an
+        earlier state (unchanged switches under churn) are not costed again.
+        One memo must always be used with the same ``filter_tables``.
     """
     filt: dict[str, int] = {}
     rep: dict[str, bool] = {}
@@ -127,20 +144,16 @@ def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
     tcam = tbits = sram = sbits = groups = 0
     deepest = 0
     for sw, cfg in state.switches.items():
-        n_filter = 0
-        sw_tcam = sw_sram = 0
-        for table, entries in cfg.tables.items():
-            spec = specs.get(table, TableSpec(key_bits={}))
-            if filter_tables(table):
-                n_filter += len(entries)
-            for e in entries:
-                if is_tcam(e):
-                    k = tcam_entries(e, spec, ranges)
-                    sw_tcam += k
-                    tbits += k * spec.key_width
-                else:
-                    sw_sram += 1
-                    sbits += spec.entry_bits
+        hit = memo.get(sw) if memo is not None else None
+        if hit is not None and hit[0] is cfg and hit[2] == ranges and hit[1] == specs:
+            costs = hit[3]
+        else:
+            costs = _switch_cost(cfg, specs, filter_tables, ranges)
+            if memo is not None:
+                memo[sw] = (cfg, specs, ranges, costs)
+        n_filter, sw_tcam, sw_tbits, sw_sram, sw_sbits = costs
+        tbits += sw_tbits
+        sbits += sw_sbits
         tcam += sw_tcam
         sram += sw_sram
         per_tcam[sw] = sw_tcam
@@ -153,6 +166,26 @@ def state_cost(state: ControlState, specs: Mapping[str, TableSpec],
     return StateCost(filter_entries=filt, replicates=rep, tcam_entries=tcam, tcam_bits=tbits,
                      sram_entries=sram, sram_bits=sbits, multicast_groups=groups,
                      stages=deepest, per_switch_tcam=per_tcam, per_switch_sram=per_sram)
+
+
+def _switch_cost(cfg: SwitchConfig, specs: Mapping[str, TableSpec],
+                 filter_tables: Callable[[str], bool], ranges: Literal["native", "expand"]
+                 ) -> tuple[int, int, int, int, int]:
+    """One switch's filter entries, TCAM entries and bits, SRAM entries and bits."""
+    n_filter = sw_tcam = tbits = sw_sram = sbits = 0
+    for table, entries in cfg.tables.items():
+        spec = specs.get(table, TableSpec(key_bits={}))
+        if filter_tables(table):
+            n_filter += len(entries)
+        for e in entries:
+            if is_tcam(e):
+                k = tcam_entries(e, spec, ranges)
+                sw_tcam += k
+                tbits += k * spec.key_width
+            else:
+                sw_sram += 1
+                sbits += spec.entry_bits
+    return n_filter, sw_tcam, tbits, sw_sram, sbits
 
 
 def exact_count(entries: tuple[TableEntry, ...]) -> int:

@@ -12,6 +12,7 @@ Table and action names are the fully qualified P4 names (``MyIngress.t``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -400,18 +401,36 @@ def count_writes(old: ControlState, new: ControlState) -> int:
     entry tuple or a group/session mapping that is the same object in both
     (a :class:`StateBuilder` with a ``base`` keeps them) needs no writes and
     is not compared. Entry keys name their table, so comparing table by
-    table counts exactly what :func:`diff`'s per-switch comparison does.
+    table counts exactly what :func:`diff`'s per-switch comparison does. A
+    configuration its writer marked with :func:`mark_writes` against the old
+    one is not compared either.
     """
     count = 0
     olds, news = old.switches, new.switches
     for sw, b in news.items():
         a = olds.get(sw, EMPTY_SWITCH)
         if a is not b:
-            count += _config_writes(a, b)
+            known = b.__dict__.get("_writes_from")
+            count += known[1] if known is not None and known[0]() is a else _config_writes(a, b)
     for sw, a in olds.items():
         if sw not in news and a is not EMPTY_SWITCH:
             count += _config_writes(a, EMPTY_SWITCH)
     return count
+
+
+def mark_writes(config: SwitchConfig, previous: SwitchConfig, writes: int) -> None:
+    """Record that ``config`` is ``writes`` writes away from ``previous``.
+
+    For writers that update a switch incrementally and know what they
+    changed (:class:`strategies.range_filter.container_table.ContainerTable`):
+    :func:`count_writes` then takes ``writes`` instead of comparing the two
+    configurations, when ``previous`` is the very object it compares against
+    (held weakly, so no chain of old configurations stays alive). ``writes``
+    must equal what comparing them gives (property-tested by the writers).
+    """
+    if config is EMPTY_SWITCH:
+        raise ValueError("the shared empty configuration cannot carry writes")
+    object.__setattr__(config, "_writes_from", (weakref.ref(previous), writes))
 
 
 def _config_writes(a: SwitchConfig, b: SwitchConfig) -> int:

@@ -22,47 +22,52 @@ from sim.dataplanes.control_state import Exact, Lpm, Range, SwitchConfig, TableE
 
 class _Index:
     def __init__(self, entries: tuple[TableEntry, ...]) -> None:
-        order = sorted(range(len(entries)), key=lambda i: (
-            -entries[i].priority,
-            -sum(m.prefix_len for _, m in entries[i].match if isinstance(m, Lpm))))
+        cols = [[_columns(m) for _, m in e.match] for e in entries]
+        keys = [(-e.priority, -sum(c[5] for c in row)) for e, row in zip(entries, cols,
+                                                                         strict=True)]
+        order = sorted(range(len(entries)), key=keys.__getitem__)  # stable: ties keep order
         self.entries = [entries[i] for i in order]
         width = len(entries[0].match) if entries else 0
-        n = len(order)
-        self.lo = np.zeros((n, width), dtype=object)
-        self.hi = np.zeros((n, width), dtype=object)
-        self.mask = np.zeros((n, width), dtype=object)
-        self.value = np.zeros((n, width), dtype=object)
-        self.is_range = np.zeros((n, width), dtype=bool)
-        for r, e in enumerate(self.entries):
-            for c, (_, m) in enumerate(e.match):
-                if isinstance(m, Range):
-                    self.lo[r, c], self.hi[r, c], self.is_range[r, c] = m.low, m.high, True
-                elif isinstance(m, Ternary):
-                    self.mask[r, c], self.value[r, c] = m.mask, m.value & m.mask
-                elif isinstance(m, Lpm):
-                    shift = m.width - m.prefix_len
-                    mask = ((1 << m.width) - 1) >> shift << shift
-                    self.mask[r, c], self.value[r, c] = mask, m.value & mask
-                else:  # Exact
-                    self.mask[r, c], self.value[r, c] = -1, m.value
-        # int64 fast path when every bound fits
-        try:
-            self.lo = self.lo.astype(np.int64)
-            self.hi = self.hi.astype(np.int64)
-            self.mask = self.mask.astype(np.int64)
-            self.value = self.value.astype(np.int64)
-        except OverflowError:
-            pass
+        shape = (len(order), width)
+        lo, hi, mask, value, is_range = (
+            [[c[j] for c in cols[i]] for i in order] for j in range(5))
+        self.is_range = np.array(is_range, dtype=bool).reshape(shape)
+        self.lo, self.hi, self.mask, self.value = (_int_array(x, shape)
+                                                   for x in (lo, hi, mask, value))
 
     def first(self, key: tuple[int, ...]) -> TableEntry | None:
         if not self.entries:
             return None
-        k = np.asarray(key, dtype=self.lo.dtype)
+        try:
+            k = np.asarray(key, dtype=self.lo.dtype)
+        except OverflowError:  # a key wider than int64 against int64 bounds
+            k = np.asarray(key, dtype=object)
         ok_range = (self.lo <= k) & (k <= self.hi)
         ok_tern = (k & self.mask) == self.value
         ok = np.asarray(np.where(self.is_range, ok_range, ok_tern).all(axis=1))
         i = int(np.argmax(ok))
         return self.entries[i] if ok[i] else None
+
+
+def _columns(m: Exact | Ternary | Lpm | Range) -> tuple[int, int, int, int, bool, int]:
+    """(low, high, mask, value, is_range, prefix length) of one match field (unused: 0)."""
+    if isinstance(m, Range):
+        return m.low, m.high, 0, 0, True, 0
+    if isinstance(m, Ternary):
+        return 0, 0, m.mask, m.value & m.mask, False, 0
+    if isinstance(m, Lpm):
+        shift = m.width - m.prefix_len
+        mask = ((1 << m.width) - 1) >> shift << shift
+        return 0, 0, mask, m.value & mask, False, m.prefix_len
+    return 0, 0, -1, m.value, False, 0  # Exact
+
+
+def _int_array(rows: list[list[int]], shape: tuple[int, int]) -> np.ndarray:
+    """int64 when every value fits, else Python ints (object)."""
+    try:
+        return np.array(rows, dtype=np.int64).reshape(shape)
+    except OverflowError:
+        return np.array(rows, dtype=object).reshape(shape)
 
 
 def lookup(config: SwitchConfig, table: str, *key: int,

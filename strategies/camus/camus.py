@@ -330,7 +330,8 @@ class CamusBdd(ContentStrategy):
             specs[field_table(n, "miss")] = TableSpec(key_bits={KEY_STATE: sbits},
                                                       action_bits=sbits)
         stages = 1 if self.params.table == "one-big-table" else len(self.fields) + 1
-        return state_cost(state, specs, lambda t: "query_" in t, stages, self.params.ranges)
+        return state_cost(state, specs, lambda t: "query_" in t, stages, self.params.ranges,
+                          memo=self.cost_memo)
 
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
         return {"flow_limit": self.params.max_entries if self.params.table == "one-big-table"

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from sim.dataplanes.control_state import ControlState, Range, StateBuilder, TableEntry, Ternary
+from sim.dataplanes.control_state import ControlState, Range, Ternary
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.kundel.fast_path import KundelFamily
@@ -53,15 +53,9 @@ from strategies.content_filter import (
     ContentStrategy,
     GroupAllocator,
     LatencyParams,
-    SwitchConfigCache,
 )
-from strategies.range_filter.range_boxes import (
-    Container,
-    PriorityRule,
-    base_flows,
-    container_signature,
-    fill_container_table,
-)
+from strategies.range_filter.container_table import ContainerTable
+from strategies.range_filter.range_boxes import Container, PriorityRule, base_flows
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
@@ -123,8 +117,10 @@ class KundelBase(ContentStrategy):
         self.groups = GroupAllocator()
         self.nslots = self.params.slots or 1
         self.containers: dict[str, Container] = {}
-        self._cache = SwitchConfigCache()
-        self._made: dict[str, dict[Any, TableEntry]] = {}
+        self._table = ContainerTable(rule=self.params.priority, groups=self.groups, table=TABLE,
+                                     forward=(FORWARD_SINGLE, "port"),
+                                     multicast=(FORWARD_GROUP, "mcast_grp"),
+                                     match=lambda box: self._entry_match(box.bounds))
 
     def model(self) -> KundelDataPlane:
         return KundelDataPlane(self.fmt, self.nslots, caches=self.caches)
@@ -166,17 +162,8 @@ class KundelBase(ContentStrategy):
         return ((KEY_MASK, Ternary(mask, mask)), *fields)
 
     def _state(self, topology: Topology) -> ControlState:
-        return ControlState(switches={sw: self._cache.config(
-            sw, container_signature(self.containers.get(sw)),
-            lambda b, sw=sw: self._fill(b, sw, self.containers.get(sw)))
-            for sw in topology.switches})
-
-    def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:
-        fill_container_table(builder, sw, c, rule=self.params.priority, groups=self.groups,
-                             made=self._made, table=TABLE,
-                             forward=(FORWARD_SINGLE, "port"),
-                             multicast=(FORWARD_GROUP, "mcast_grp"),
-                             match=lambda box: self._entry_match(box.bounds))
+        return ControlState(switches={sw: self._table.config(sw, self.containers.get(sw))
+                                      for sw in topology.switches})
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
@@ -197,7 +184,8 @@ class KundelBase(ContentStrategy):
     def state_cost(self, topology: Topology, state: ControlState) -> StateCost:
         keys = {KEY_MASK: self.nslots, **{value_slot(i): 32 for i in range(self.nslots)}}
         spec = TableSpec(key_bits=keys, action_bits=16)
-        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges)
+        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges,
+                          memo=self.cost_memo)
 
 
 @register_strategy

@@ -473,7 +473,7 @@ class PleromaDz(ContentStrategy):
         spec = TableSpec(key_bits={KEY_PORT: 9, KEY_V4 if v4 else KEY_V6: 32 if v4 else 128},
                          action_bits=16)
         table = TABLE_V4 if v4 else TABLE_V6
-        return state_cost(state, {table: spec}, lambda t: t == table, 1)
+        return state_cost(state, {table: spec}, lambda t: t == table, 1, memo=self.cost_memo)
 
     def network_links(self, topology: Topology, state: ControlState,
                       notification: Notification, receivers: frozenset[str]

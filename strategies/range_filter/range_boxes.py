@@ -71,8 +71,8 @@ from strategies.content_filter import (
     ContentStrategy,
     GroupAllocator,
     LatencyParams,
-    SwitchConfigCache,
 )
+from strategies.range_filter.container_table import ContainerTable
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
@@ -106,6 +106,20 @@ def _bounds_arrays(boxes: list[Box], d: int = 0) -> tuple[np.ndarray, np.ndarray
     return b[:, :, 0], b[:, :, 1]
 
 
+def _holders(blo: np.ndarray, bhi: np.ndarray, qlo: np.ndarray, qhi: np.ndarray
+             ) -> np.ndarray:
+    """``out[q, b]``: base box ``b`` (rows of ``blo``/``bhi``) contains query box ``q``."""
+    out = np.empty((len(qlo), len(blo)), dtype=bool)
+    step = max(1, _CHUNK // max(1, blo.size))  # bounded temporaries
+    for s in range(0, len(qlo), step):
+        out[s:s + step] = np.all((blo[None] <= qlo[s:s + step, None])
+                                 & (bhi[None] >= qhi[s:s + step, None]), axis=2)
+    return out
+
+
+_CHUNK = 1 << 21  # elements of the (queries x bases x dims) temporaries
+
+
 class Container:
     """The controller's mirror of one switch's range table (seed 004 §4.3).
 
@@ -128,6 +142,10 @@ class Container:
         self.version = 0  # bumped on every change of the entries or their ports
         self._next = 0
         self._arrays: tuple[list[Box], np.ndarray, np.ndarray] | None = None
+        #: boxes whose entry appeared, went or changed since the reader last took the set
+        #: (None: not recorded; :class:`~strategies.range_filter.container_table.ContainerTable`
+        #: turns it on)
+        self.touched: set[Box] | None = None
 
     # -- base flows ----------------------------------------------------------
     def add(self, box: Box, port: int) -> int:
@@ -176,6 +194,10 @@ class Container:
         lo, hi = _bounds_arrays([self.bases[i][0] for i in ids], d)
         return lo, hi, np.asarray([self.bases[i][1] for i in ids], dtype=np.int64)
 
+    def _touch(self, boxes: Iterable[Box]) -> None:
+        if self.touched is not None:
+            self.touched.update(boxes)
+
     def _activate(self, bid: int) -> None:
         box, port = self.bases[bid]
         self.active.add(bid)
@@ -185,28 +207,36 @@ class Container:
         fresh: list[Box] = []
         if box in self.entries:  # an equivalent entry: extend it, no new areas
             self.entries[box].bases += 1
+            self._touch((box,))
         else:
             fresh.append(box)
             if boxes:
                 ilo, ihi = np.maximum(elo, lo), np.minimum(ehi, hi)
-                for i in np.flatnonzero(np.all(ilo <= ihi, axis=1)):
-                    o = Box(tuple(zip(ilo[i].tolist(), ihi[i].tolist(), strict=True)))
+                rows = np.flatnonzero(np.all(ilo <= ihi, axis=1))
+                for i, los, his in zip(rows.tolist(), ilo[rows].tolist(), ihi[rows].tolist(),
+                                       strict=True):
+                    o = Box(tuple(zip(los, his, strict=True)))
                     if o != box and o != boxes[i] and o not in self.entries:
                         fresh.append(o)  # an overlap entry
         if boxes:  # existing entries inside the new base flow gain its port
-            for i in np.flatnonzero(np.all((elo >= lo) & (ehi <= hi), axis=1)):
+            inside = np.flatnonzero(np.all((elo >= lo) & (ehi <= hi), axis=1)).tolist()
+            for i in inside:
                 pc = self.entries[boxes[i]].port_count
                 pc[port] = pc.get(port, 0) + 1
+            self._touch(boxes[i] for i in inside)
         if fresh:
+            new = list(dict.fromkeys(fresh))
             blo, bhi, bports = self._base_arrays(len(box.bounds))
-            for o in dict.fromkeys(fresh):
-                olo, ohi = _bounds_arrays([o])
-                holders = np.all((blo <= olo) & (bhi >= ohi), axis=1)
+            flo, fhi = _bounds_arrays(new)
+            for o, holders in zip(new, _holders(blo, bhi, flo, fhi), strict=True):
                 counts: dict[int, int] = {}
                 for q in bports[holders].tolist():
                     counts[q] = counts.get(q, 0) + 1
                 self.entries[o] = BoxEntry(o, counts, 1 if o == box else 0)
-            self._arrays = None
+            self._touch(new)
+            # the new entries come last in ``entries``: extend the arrays in that order
+            self._arrays = (boxes + new, np.concatenate([elo, flo]), np.concatenate([ehi, fhi])) \
+                if boxes else (new, flo, fhi)
 
     def _deactivate(self, bid: int) -> None:
         box, port = self.bases[bid]
@@ -214,26 +244,37 @@ class Container:
         self.version += 1
         if box in self.entries:
             self.entries[box].bases -= 1
+            self._touch((box,))
         boxes, elo, ehi = self._entry_arrays()
         if not boxes:
             return
         lo, hi = _bounds_arrays([box])
         inside = np.flatnonzero(np.all((elo >= lo) & (ehi <= hi), axis=1))
+        if not len(inside):
+            return
         blo, bhi, _ = self._base_arrays(len(box.bounds))
-        dropped = False
-        for i in inside:
+        qlo, qhi = elo[inside], ehi[inside]
+        holders = _holders(blo, bhi, qlo, qhi)
+        # kept: still the intersection of the base flows holding it
+        low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        top = np.where(holders[:, :, None], blo[None], low).max(axis=1, initial=low)
+        bottom = np.where(holders[:, :, None], bhi[None], high).min(axis=1, initial=high)
+        keep = holders.any(axis=1) & np.all(top == qlo, axis=1) & np.all(bottom == qhi, axis=1)
+        dropped: list[int] = []
+        for i, k in zip(inside.tolist(), keep.tolist(), strict=True):
             e = self.entries[boxes[i]]
             e.port_count[port] -= 1
             if not e.port_count[port]:
                 del e.port_count[port]
-            holders = np.all((blo <= elo[i]) & (bhi >= ehi[i]), axis=1)
-            keep = bool(holders.any()) and np.array_equal(blo[holders].max(axis=0), elo[i]) \
-                and np.array_equal(bhi[holders].min(axis=0), ehi[i])
-            if not keep:  # no longer the intersection of the base flows holding it
+            if not k:
                 del self.entries[boxes[i]]
-                dropped = True
-        if dropped:
-            self._arrays = None
+                dropped.append(i)
+        self._touch(boxes[i] for i in inside.tolist())
+        if dropped:  # drop their rows, keeping the order of ``entries``
+            mask = np.ones(len(boxes), dtype=bool)
+            mask[dropped] = False
+            self._arrays = ([b for b, m in zip(boxes, mask.tolist(), strict=True) if m],
+                            elo[mask], ehi[mask])
 
     # -- table ---------------------------------------------------------------
     def priorities(self, rule: PriorityRule) -> dict[Box, int]:
@@ -243,14 +284,8 @@ class Container:
             vols = sorted({b.volume for b in boxes}, reverse=True)
             rank = {v: i + 1 for i, v in enumerate(vols)}
             return {b: rank[b.volume] for b in boxes}
-        if rule == "inverse-volume":  # a function of the box alone: stable under churn
-            inv = {b: self.space_volume - b.volume + 1 for b in boxes}
-            if inv and max(inv.values()) >= 1 << 31:
-                raise ValueError("inverse-volume priorities need a space of at most 2^31 points "
-                                 "(P4Runtime priorities are int32); use priority=volume")
-            return inv
-        if rule == "count":
-            return {b: self.entries[b].covering for b in boxes}
+        if rule in ("count", "inverse-volume"):  # the entry alone decides
+            return {b: self.priority(b, rule) for b in boxes}
         out: dict[Box, int] = {}
         with_bases = [b for b in boxes if self.entries[b].bases]
         for b in sorted(boxes, key=lambda x: -x.volume):  # containers before contents
@@ -259,6 +294,19 @@ class Container:
             else:
                 out[b] = 1 + max((out[o] for o in out if o != b and o.covers(b)), default=0)
         return out
+
+    def priority(self, box: Box, rule: PriorityRule) -> int:
+        """Priority of entry ``box`` under a rule that depends on the entry alone
+        (``count``, ``inverse-volume``)."""
+        if rule == "count":
+            return self.entries[box].covering
+        if rule != "inverse-volume":
+            raise ValueError(f"priority rule {rule!r} depends on the other entries")
+        inv = self.space_volume - box.volume + 1  # a function of the box alone: churn-stable
+        if inv >= 1 << 31:
+            raise ValueError("inverse-volume priorities need a space of at most 2^31 points "
+                             "(P4Runtime priorities are int32); use priority=volume")
+        return inv
 
     def lookup(self, event: Event, rule: PriorityRule = "volume") -> frozenset[int]:
         """Ports of the highest-priority entry containing ``event`` (ties: smallest volume)."""
@@ -272,11 +320,6 @@ class Container:
     def wanted(self, event: Event) -> frozenset[int]:
         """Ground truth: ports of all registered base flows containing ``event``."""
         return frozenset(p for b, p in self.bases.values() if b.contains(event))
-
-
-def container_signature(c: Container | None) -> tuple[int, int] | None:
-    """Signature of a container's state for :class:`SwitchConfigCache`."""
-    return None if c is None else (id(c), c.version)
 
 
 def fill_container_table(builder: StateBuilder, sw: str, c: Container | None, *,
@@ -417,8 +460,9 @@ class RangeBoxes(ContentStrategy):
         self.groups = GroupAllocator()
         self.layout: PubsubLayout | None = None
         self.containers: dict[str, Container] = {}
-        self._cache = SwitchConfigCache()
-        self._made: dict[str, dict[Any, TableEntry]] = {}
+        self._table = ContainerTable(rule=self.params.priority, groups=self.groups, table=TABLE,
+                                     forward=(FORWARD, "port"), multicast=(MULTICAST, "group"),
+                                     match=_range_match)
 
     def model(self) -> RangeFilterDataPlane:
         return RangeFilterDataPlane(self.layout or PubsubLayout(1, 16), caches=self.caches)
@@ -451,15 +495,8 @@ class RangeBoxes(ContentStrategy):
         return self._state(topology, self.containers)
 
     def _state(self, topology: Topology, containers: Mapping[str, Container]) -> ControlState:
-        return ControlState(switches={sw: self._cache.config(
-            sw, container_signature(containers.get(sw)),
-            lambda b, sw=sw: self._fill(b, sw, containers.get(sw)))
-            for sw in topology.switches})
-
-    def _fill(self, builder: StateBuilder, sw: str, c: Container | None) -> None:
-        fill_container_table(builder, sw, c, rule=self.params.priority, groups=self.groups,
-                             made=self._made, table=TABLE, forward=(FORWARD, "port"),
-                             multicast=(MULTICAST, "group"), match=_range_match)
+        return ControlState(switches={sw: self._table.config(sw, containers.get(sw))
+                                      for sw in topology.switches})
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
@@ -475,7 +512,8 @@ class RangeBoxes(ContentStrategy):
         bits = self.layout.value_bits if self.layout else 16
         d = self.layout.dims if self.layout else 1
         spec = TableSpec(key_bits={value_key(i): bits for i in range(d)}, action_bits=16)
-        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges)
+        return state_cost(state, {TABLE: spec}, lambda t: t == TABLE, 1, self.params.ranges,
+                          memo=self.cost_memo)
 
     def flow_metrics(self, topology: Topology, state: ControlState) -> dict[str, float]:
         return {"flow_limit": self.params.capacity}
