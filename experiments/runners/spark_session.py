@@ -98,8 +98,10 @@ class SparkUnavailableError(FileNotFoundError):
 #: Seconds to wait for a TCP connection to each address of a ``spark://`` master.
 MASTER_CONNECT_TIMEOUT_S = 5.0
 #: Seconds a ``spark://`` master gets, from the start of the session, to accept
-#: the application (Spark alone waits 3 x 20 s for an unresponsive master).
-MASTER_TIMEOUT_S = 15.0
+#: the application (Spark alone waits 3 x 20 s for an unresponsive master); with
+#: the interpreter's start before and the JVM's stop after, the command reports a
+#: silent master within 15 s.
+MASTER_TIMEOUT_S = 12.0
 #: Master URL forms Spark accepts (``local``, ``local[N]``, ``local[N,F]``,
 #: ``local-cluster[...]``, ``spark://``, ``yarn``, ``k8s://``).
 _MASTER_FORMS = re.compile(r"local(\[[^\]]+\])?|local-cluster\[[^\]]+\]|spark://.+|yarn|k8s://.+")
