@@ -1,11 +1,11 @@
 """The content filters in the bound item of ``stackcast bench`` (``bench_bound``).
 
-The content filters (:data:`~experiments.bench.suite.CONTENT_BOUND_STRATEGIES`)
+The content filters (:data:`~experiments.bench.bound.CONTENT_BOUND_STRATEGIES`)
 decide in the switches which hosts get an event, so their lower bound is
 the same networkx computation as the other strategies' (a cached BFS
 predecessor map per publisher root plus the union of the paths) to the
 hosts whose subscriptions match each event, on content workloads
-(:data:`~experiments.bench.suite.CONTENT_BOUND_WORKLOADS`). The engine is
+(:data:`~experiments.bench.bound.CONTENT_BOUND_WORKLOADS`). The engine is
 the strategy's fast path (:mod:`sim.dataplanes.content_fast_path`) given
 every notification with its event and the one installed state (no churn),
 timed alternately with the bound in the same run.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from experiments.bench.suite import _lower_bound, paired_bound
+from experiments.bench.bound import lower_bound, paired_bound
 
 
 def content_workload(notifications: int, topology: str, spec: str, seed: int = 1
@@ -58,7 +58,7 @@ def bound_content(topology: str, reps: int, notifications: int, payload_bytes: i
         cases = [(n.publisher, r) for n, r in notes]
         pubs, sets = [p for p, _ in cases], [r for _, r in cases]
         share = 100 * sum(map(len, sets)) / len(sets) / len(topo.hosts)
-        bound = _lower_bound(topo, cases)
+        bound = lower_bound(topo, cases)
         for name in strategies:
             strategy = make_strategy(name)
             fast = strategy.fast_path(topo, DelayModel())

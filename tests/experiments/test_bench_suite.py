@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from experiments.bench import ch6 as bench_ch6
+from experiments.bench import common as bench_common
 from experiments.bench import suite as bench_suite
 from experiments.cli.main import main
 
@@ -69,8 +71,8 @@ def test_ch6_subset_keeps_the_fraction_asked_and_whole_groups():
     from experiments.cells.spec import load_spec
     from experiments.runners.spark import affinity
 
-    spec = load_spec(bench_suite.CH6_SPEC)
-    sub = bench_suite.SubsetSpec(spec, 0.05)
+    spec = load_spec(bench_ch6.CH6_SPEC)
+    sub = bench_ch6.SubsetSpec(spec, 0.05)
     assert 0.035 * sub.total < len(sub.cells()) < 0.065 * sub.total
     kept = {affinity(c) for c in sub.cells()}
     members: dict[tuple[str, ...], int] = {}
@@ -83,16 +85,16 @@ def test_ch6_subset_keeps_the_fraction_asked_and_whole_groups():
 def test_ch6_subset_is_deterministic_and_spread():
     from experiments.cells.spec import load_spec
 
-    spec = load_spec(bench_suite.CH6_SPEC)
-    a, b = bench_suite.SubsetSpec(spec, 0.01), bench_suite.SubsetSpec(spec, 0.01)
+    spec = load_spec(bench_ch6.CH6_SPEC)
+    a, b = bench_ch6.SubsetSpec(spec, 0.01), bench_ch6.SubsetSpec(spec, 0.01)
     assert [c.cell_id for c in a.cells()] == [c.cell_id for c in b.cells()]
     assert a.total == len(spec.cells()) and 0.006 * a.total < len(a.cells()) < 0.014 * a.total
     assert len({c.strategy for c in a.cells()}) > 3 and len({c.topology for c in a.cells()}) == 3
     assert set(c.cell_id for c in a.cells()) <= set(c.cell_id for c in
-                                                     bench_suite.SubsetSpec(spec, 0.05).cells())
-    assert len(bench_suite.SubsetSpec(spec, 0).cells()) == 1
+                                                     bench_ch6.SubsetSpec(spec, 0.05).cells())
+    assert len(bench_ch6.SubsetSpec(spec, 0).cells()) == 1
     with pytest.raises(ValueError, match="--fraction must be in"):
-        bench_suite.SubsetSpec(spec, 1.5)
+        bench_ch6.SubsetSpec(spec, 1.5)
 
 
 def test_cli_rejects_bad_items_and_fractions(capsys):
@@ -112,7 +114,7 @@ def test_format_names_every_item_and_extrapolation():
                                 "cells_run": 250, "cells_total": 24750, "fraction": 0.01,
                                 "session_start_s": 3.0, "spark_cells_per_s": 20.0,
                                 "ratio": 1.8, "reference": {"cells_per_s": 11.0},
-                                "target": bench_suite._judge("ch6", "wall_s", 1200.0)}}}
+                                "target": bench_common.judge("ch6", "wall_s", 1200.0)}}}
     text = bench_suite.format_suite(result)
     assert "switch-bitmask" in text and "EXTRAPOLATED from 250 of 24,750 cells" in text
     assert "<= 900 s: NOT met" in text
@@ -134,3 +136,30 @@ def test_ch6_end_to_end_fraction(capsys):
     out = capsys.readouterr().out
     assert "EXTRAPOLATED" in out
     print(out)
+
+
+def test_bound_and_cells_items_on_a_small_network():
+    """The bound item's ratio is its engine time over the bound's (the virtual-tree labels
+    with their walk alone beside), the content filters per workload; the cells item has
+    every figure; the summary prints both."""
+    from experiments.bench import bound as bench_bound
+    from experiments.bench import cells as bench_cells
+
+    b = bench_bound.bench_bound(reps=1, notifications=8, strategies=("tree", "hops"),
+                                topologies=(SMALL,), content_strategies=("kundel-id",))
+    res = b["topologies"][SMALL]
+    assert set(res) == {"tree", "hops", "kundel-id (dense)", "kundel-id (sparse)"}
+    for r in res.values():
+        assert r["ratio"] == pytest.approx(r["engine_us"] / r["bound_us"])
+        assert r["target"]["met"] == (r["ratio"] <= 3.0)
+    assert res["tree"]["walk_ratio"] == pytest.approx(res["tree"]["walk_us"]
+                                                      / res["tree"]["bound_us"])
+    assert "walk_us" not in res["hops"]
+    c = bench_cells.bench_cells(reps=1, cell_notifications=20, vt_cells=1, topology=SMALL)
+    sb = c["switch_bitmask"]
+    assert sb["to_kernel"] == pytest.approx(sb["rows_per_cpu_s"] / sb["kernel_per_cpu_s"])
+    assert set(c["vt"]["strategies"]) == {"tree", "vt-clusters"}
+    text = bench_suite.format_suite({"cpus": 2, "reps": 1, "load_avg": [0.0] * 3,
+                                     "load_avg_end": [0.0] * 3,
+                                     "items": {"bound": b, "cells": c}})
+    assert "kundel-id (sparse)" in text and "vt-clusters" in text and "walk alone" in text
