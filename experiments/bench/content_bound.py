@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from experiments.bench.bound import lower_bound, paired_bound
+from experiments.bench.bound import fast_engine, lower_bound, paired_bound
 
 
 def content_workload(notifications: int, topology: str, spec: str, seed: int = 1
@@ -69,12 +69,7 @@ def bound_content(topology: str, reps: int, notifications: int, payload_bytes: i
             state = strategy.install(topo, Knowledge(population=view, seed=1))
             kw = {"states": [state] * len(notes), "notifications": [n for n, _ in notes]}
 
-            def engine(fast: Any = fast, kw: dict[str, Any] = kw, pubs: list[str] = pubs,
-                       sets: list[frozenset[str]] = sets) -> int:
-                fast.metrics(pubs, sets, payload_bytes, **kw)
-                return notifications
-
-            declined = sum(m is None for m in fast.metrics(pubs, sets, payload_bytes, **kw))
+            engine, declined = fast_engine(fast, pubs, sets, payload_bytes, kw)
             if declined:
                 res[label] = {"skipped": f"the fast path declines {declined} notifications"}
                 continue

@@ -282,18 +282,20 @@ def _column_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayMo
         # the installed state of each notification and the control writes that led to it
         if strategy.state_scope() == "topology":
             state = _state_for(strategy, topology, "", frozenset(), None, cache, base)
-            states = [state] * count
+            states, changes = [state] * count, [0]
         else:  # one state per publisher
             states = [_state_for(strategy, topology, drawn.hosts[pub], frozenset(), None, cache,
                                  base) for pub in drawn.publishers.tolist()]
+            changes = [0, *(run for run in range(1, count) if states[run] is not states[run - 1])]
         entries, groups, writes = (np.zeros(count, np.int64) for _ in range(3))
-        for run, state in enumerate(states):
+        for run, end in zip(changes, [*changes[1:], count], strict=True):  # runs of one state
+            state = states[run]
             if state is not previous:
                 writes[run] = 0 if previous is None else count_writes(previous, state)
                 previous = state
                 sized = sizes.get(Identity(state)) or sizes.setdefault(
                     Identity(state), (state.entries, state.multicast_groups))
-            entries[run], groups[run] = sized
+            entries[run:end], groups[run:end] = sized
         got = fast.metric_columns(drawn.publishers, drawn.offsets, drawn.receivers,
                                   cell.payload_bytes)
         columns: dict[str, Any] = {

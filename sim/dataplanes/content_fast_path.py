@@ -57,7 +57,7 @@ from sim.dataplanes.content_program import (
 )
 from sim.dataplanes.control_state import ControlState, SwitchConfig
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
-from sim.dataplanes.fast_path import Encoder, choose_impl
+from sim.dataplanes.fast_path import Encoder, KernelChoice
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from topologies.model import Topology
 
@@ -160,7 +160,7 @@ def tree_intervals(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return tin, tout
 
 
-class ContentFastPath:
+class ContentFastPath(KernelChoice):
     """The content filters' fast path on one topology (see the module docstring).
 
     Parameters
@@ -194,7 +194,7 @@ class ContentFastPath:
                  encode: Encoder, state_info: Callable[[ControlState], ContentState],
                  extra: Callable[[ControlState, int, int, float], Any],
                  tree_parent: np.ndarray, walked: bool, impl: str = "auto") -> None:
-        self._impl = choose_impl(impl, IMPLS, available_impls())
+        self.choose_kernels(impl, IMPLS, available_impls())
         self.topology = topology
         self.delays = delays
         self.family = family
@@ -215,16 +215,6 @@ class ContentFastPath:
         if kernel is None:  # numba went away after the check above
             raise RuntimeError("the compiled content kernel is not available")
         self._kernel: Callable[..., None] = kernel
-
-    @property
-    def impl(self) -> str:
-        """The implementation that runs: "jit" (numba) or "python"."""
-        return self._impl
-
-    @property
-    def implementations(self) -> tuple[str, ...]:
-        """The implementations available here (:meth:`using` builds each)."""
-        return available_impls()
 
     def using(self, impl: str) -> ContentFastPath:
         """The same fast path computed by implementation ``impl``."""

@@ -142,6 +142,30 @@ class ColumnFastPath(FastPath, Protocol):
         ...
 
 
+class KernelChoice:
+    """The ``impl`` and ``implementations`` of a fast path whose kernels run compiled
+    ("jit", numba) or interpreted; its constructor calls :meth:`choose_kernels`."""
+
+    _impl: str
+    _available: tuple[str, ...]
+
+    def choose_kernels(self, impl: str, impls: Sequence[str], available: Sequence[str]) -> None:
+        """Run implementation ``impl`` of ``impls`` (:func:`choose_impl`); ``available``:
+        the implementations this machine has."""
+        self._impl = choose_impl(impl, impls, available)
+        self._available = tuple(available)
+
+    @property
+    def impl(self) -> str:
+        """The implementation that runs: "jit" (numba) or "python"."""
+        return self._impl
+
+    @property
+    def implementations(self) -> tuple[str, ...]:
+        """The implementations available here (``using`` builds each)."""
+        return self._available
+
+
 def choose_impl(impl: str, impls: Sequence[str], available: Sequence[str]) -> str:
     """The kernel implementation a fast path runs: ``impl`` itself, or the first of
     ``available`` for ``"auto"``.

@@ -34,7 +34,6 @@ on randomized cases); seeds 001-004 (the data planes).
 from __future__ import annotations
 
 import dataclasses
-import typing
 from typing import Any
 
 import numpy as np
@@ -52,6 +51,7 @@ from sim.engines.static import run_notification
 from sim.workloads.receivers import receiver_model
 from strategies.base import STRATEGIES, Knowledge, Strategy, load_builtin_strategies, make_strategy
 from strategies.prefix_filter.dz import bit_shifts, dz_to_ipv4, dz_to_ipv6, event_dz
+from tests.support.fast_paths import implementations, strategy_parameters, with_delays
 from tests.support.random_topologies import random_topology
 from topologies.model import Topology
 from topologies.specs import load_topology
@@ -76,31 +76,10 @@ FIELD_VALUES: dict[str, list[Any]] = {
 _FATTREES = ("fattree:k=2", "fattree:k=4")
 
 
-def _with_delays(topo: Topology, delays: list[float]) -> Topology:
-    links = tuple(dataclasses.replace(lk, delay_s=delays[i % len(delays)])
-                  for i, lk in enumerate(topo.links))
-    return Topology(name=topo.name + ",delays", switches=topo.switches, hosts=topo.hosts,
-                    links=links, node_attrs=topo.node_attrs)
-
-
-@st.composite
-def parameters(draw: st.DrawFn, name: str) -> dict[str, Any]:
-    """Random parameters of strategy ``name``: each ``Literal`` field and each field of
-    :data:`FIELD_VALUES` keeps its default two times in three, else takes a drawn value."""
-    load_builtin_strategies()
-    params_cls = STRATEGIES.get(name).Params
-    hints = typing.get_type_hints(params_cls)
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(params_cls):
-        if typing.get_origin(hints[f.name]) is typing.Literal:
-            values = list(typing.get_args(hints[f.name]))
-        elif f.name in FIELD_VALUES:
-            values = FIELD_VALUES[f.name]
-        else:
-            continue
-        if draw(st.integers(0, 2)) == 0:
-            out[f.name] = draw(st.sampled_from(values))
-    return out
+def parameters(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Random parameters of strategy ``name``; each of the fields that vary keeps its default
+    two times in three."""
+    return strategy_parameters(name, FIELD_VALUES, 3)
 
 
 @st.composite
@@ -113,7 +92,7 @@ def workloads(draw: st.DrawFn) -> tuple[Topology, str]:
         topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
                                hosts=draw(st.integers(2 if n == 1 else 1, 3)))
     if draw(st.booleans()):
-        topo = _with_delays(topo, draw(st.lists(st.sampled_from([0.0, 1e-6, 3.3e-4, 0.1]),
+        topo = with_delays(topo, draw(st.lists(st.sampled_from([0.0, 1e-6, 3.3e-4, 0.1]),
                                                 min_size=1, max_size=4)))
     dims = draw(st.integers(1, 3))
     dist = draw(st.sampled_from(["uniform", "zipf", "siena"]))
@@ -125,10 +104,6 @@ def workloads(draw: st.DrawFn) -> tuple[Topology, str]:
             f"churn={draw(st.integers(0, 2))},"
             f"churn_mode={draw(st.sampled_from(['replace', 'add']))}")
     return topo, spec
-
-
-def implementations(fast: ContentFastPath) -> list[ContentFastPath]:
-    return [fast if impl == fast.impl else fast.using(impl) for impl in fast.implementations]
 
 
 def _builds(strategy: Strategy, topo: Topology, pop: Any, runs: int, seed: int

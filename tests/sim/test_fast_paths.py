@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +63,7 @@ from strategies.base import (
     make_strategy,
 )
 from strategies.frame_size import OversizeError
+from tests.support.fast_paths import implementations, strategy_parameters, with_delays
 from tests.support.random_topologies import random_topology
 from topologies.model import Topology
 from topologies.registry import SpecError
@@ -207,43 +207,15 @@ def column_metrics(fast: FastPath, topo: Topology, publishers: list[str],
                                np.array(flat, np.intp), payload_bytes).rows()
 
 
-def implementations(fast: FastPath) -> list[FastPath]:
-    """``fast`` in each of its implementations (those it lists, else itself)."""
-    names = getattr(fast, "implementations", (fast.impl,))
-    return [fast if impl == fast.impl else fast.using(impl)  # listed, so it has using()
-            for impl in names]
-
-
 def test_discovery_finds_the_known_fast_paths():
     assert set(FAST) >= KNOWN
     assert all(isinstance(probe(n), FastPath) for n in FAST)
 
 
-def _with_delays(topo: Topology, delays: list[float]) -> Topology:
-    links = tuple(dataclasses.replace(lk, delay_s=delays[i % len(delays)])
-                  for i, lk in enumerate(topo.links))
-    return Topology(name=topo.name + ",delays", switches=topo.switches, hosts=topo.hosts,
-                    links=links, node_attrs=topo.node_attrs)
-
-
-@st.composite
-def parameters(draw, name: str) -> dict[str, Any]:
-    """Random parameters of strategy ``name``: each ``Literal`` field and each field of
-    :data:`FIELD_VALUES` keeps its default three times in four (most cases then have a
-    fast path to compare), else takes a drawn value."""
-    params_cls = STRATEGIES.get(name).Params
-    hints = typing.get_type_hints(params_cls)
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(params_cls):
-        if typing.get_origin(hints[f.name]) is typing.Literal:
-            values = list(typing.get_args(hints[f.name]))
-        elif f.name in FIELD_VALUES:
-            values = FIELD_VALUES[f.name]
-        else:
-            continue
-        if draw(st.integers(0, 3)) == 0:
-            out[f.name] = draw(st.sampled_from(values))
-    return out
+def parameters(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Random parameters of strategy ``name``; each of the fields that vary keeps its default
+    three times in four (most cases then have a fast path to compare)."""
+    return strategy_parameters(name, FIELD_VALUES, 4)
 
 
 @st.composite
@@ -262,7 +234,7 @@ def cases(draw, name: str):
         topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
                                hosts=draw(st.integers(1, 3)))
     if draw(st.booleans()):
-        topo = _with_delays(topo, draw(st.lists(st.sampled_from([0.0, 1e-6, 3.3e-4, 0.1]),
+        topo = with_delays(topo, draw(st.lists(st.sampled_from([0.0, 1e-6, 3.3e-4, 0.1]),
                                                 min_size=1, max_size=4)))
     publisher = draw(st.sampled_from(topo.hosts))
     others = [h for h in topo.hosts if h != publisher]

@@ -59,7 +59,7 @@ from sim.dataplanes.bier.codec import bier_header_bytes
 from sim.dataplanes.bier.domain import BferChoice, bier_domain
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
-from sim.dataplanes.fast_path import Encoder, choose_impl
+from sim.dataplanes.fast_path import Encoder, KernelChoice
 from sim.dataplanes.l2.fast_path import RouteTables, route_tables
 from sim.dataplanes.l2.fast_path_kernels import compiled
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
@@ -112,7 +112,7 @@ def available_impls() -> tuple[str, ...]:
     return IMPLS if compiled("bier", kernel.bier_kernel) is not None else ("python",)
 
 
-class BierFastPath:
+class BierFastPath(KernelChoice):
     """The BIER walk (module docstring) on one topology with one parameter set.
 
     Parameters
@@ -133,7 +133,7 @@ class BierFastPath:
     def __init__(self, topology: Topology, delays: DelayModel, encode: Encoder, *,
                  bsl_bits: int, bfers: BferChoice, ttl: int, mtu_bytes: int,
                  impl: str = "auto") -> None:
-        self._impl = choose_impl(impl, IMPLS, available_impls())
+        self.choose_kernels(impl, IMPLS, available_impls())
         self.topology = topology
         self.delays = delays
         self.encode = encode
@@ -143,16 +143,6 @@ class BierFastPath:
         self.header_bytes = bier_header_bytes(bsl_bits)
         self._hid = {h: i for i, h in enumerate(topology.hosts)}
         self._buffers: dict[str, np.ndarray] = {}
-
-    @property
-    def impl(self) -> str:
-        """The implementation that runs: "jit" (numba) or "python"."""
-        return self._impl
-
-    @property
-    def implementations(self) -> tuple[str, ...]:
-        """The implementations available here (:meth:`using` builds each)."""
-        return available_impls()
 
     def using(self, impl: str) -> BierFastPath:
         """The same fast path computed by implementation ``impl``."""

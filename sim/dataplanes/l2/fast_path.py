@@ -54,7 +54,7 @@ import numpy as np
 from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, broker_node
-from sim.dataplanes.fast_path import Encoder, choose_impl
+from sim.dataplanes.fast_path import Encoder, KernelChoice
 from sim.dataplanes.l2 import fast_path_kernels as kernels
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from sim.dataplanes.tree_tables import tree_tables
@@ -133,7 +133,7 @@ def available_impls() -> tuple[str, ...]:
     return IMPLS if kernels.compiled("tree", kernels.tree_kernel) is not None else ("python",)
 
 
-class WalkFastPath:
+class WalkFastPath(KernelChoice):
     """What the L2 and ALM fast paths share: inputs, batches, metrics and deliveries.
 
     Subclasses set :attr:`walks`, say whether an empty receiver set is
@@ -149,7 +149,7 @@ class WalkFastPath:
                  impl: str = "auto", caches: Caches | None = None) -> None:
         if walk not in self.walks:
             raise ValueError(f"walk must be one of {', '.join(self.walks)}; got {walk!r}")
-        self._impl = choose_impl(impl, IMPLS, available_impls())
+        self.choose_kernels(impl, IMPLS, available_impls())
         self.topology = topology
         self.walk = walk
         self.delays = delays
@@ -160,16 +160,6 @@ class WalkFastPath:
         self._gid = self.tree.gid
         self._hosts = frozenset(topology.hosts)
         self._buffers: dict[str, np.ndarray] = {}
-
-    @property
-    def impl(self) -> str:
-        """The implementation that runs: "jit" (numba) or "python"."""
-        return self._impl
-
-    @property
-    def implementations(self) -> tuple[str, ...]:
-        """The implementations available here (:meth:`using` builds each)."""
-        return available_impls()
 
     def using(self, impl: str) -> WalkFastPath:
         """The same fast path computed by implementation ``impl``."""

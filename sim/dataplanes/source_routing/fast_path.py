@@ -234,6 +234,8 @@ class _Batch:
     entries: np.ndarray       # header entries per notification
     pub_bytes: np.ndarray     # bytes of the publisher's frame per notification
     drops: np.ndarray | None = None  # originals dropped per node (None: one per switch)
+    sums: np.ndarray | None = None   # per notification, made by the compiled walk (_sums)
+    worst: np.ndarray | None = None  # per notification, made by the compiled walk (_sums)
 
 
 class TreeWalkFastPath:
@@ -325,9 +327,9 @@ class TreeWalkFastPath:
         """
         n = len(publishers)
         counts = np.diff(offsets)
-        run_of = np.repeat(np.arange(n), counts)
-        own = np.zeros(n, bool)
-        own[run_of[receivers == publishers[run_of]]] = True
+        own = np.zeros(n, bool)  # the publisher among the receivers (rare: found by position)
+        hits = np.flatnonzero(receivers == np.repeat(publishers, counts))
+        own[np.searchsorted(offsets, hits, side="right") - 1] = True
         host_root, host_delay = self._host_tables()
         roots = host_root[publishers]
         todo = np.flatnonzero((counts > 0) & ~own)
@@ -345,18 +347,15 @@ class TreeWalkFastPath:
             fits = (hdr + payload_bytes <= fam.frame_limit) & (b.entries <= fam.max_entries)
             starts, at = b.starts, sel[fits]
             taken[at] = True
-            worst = np.maximum.reduceat(np.where(b.node >= n_sw, b.t, -np.inf), starts)
+            sums, worst = self._sums(b, n_sw)
             cols["packets_sent"][at] = 1
             for key, values in (
                     ("delivered", recv.counts), ("header_entries", b.entries),
                     ("header_bytes", hdr),
                     ("frames", np.diff(np.append(starts, len(b.node)))),  # tree edges + access
-                    ("bytes", np.add.reduceat(b.frame_bytes, starts) + b.pub_bytes),
-                    ("passes", np.add.reduceat(b.passes, starts)),
-                    ("recirculations", np.add.reduceat(b.recirculations, starts)),
-                    ("lookups", np.add.reduceat(b.lookups, starts)),
-                    ("circulations_simplified", np.add.reduceat(b.simplified, starts)),
-                    ("max_switch_passes", np.maximum.reduceat(b.passes, starts)),
+                    ("bytes", sums[0] + b.pub_bytes), ("passes", sums[1]),
+                    ("recirculations", sums[2]), ("lookups", sums[3]),
+                    ("circulations_simplified", sums[4]), ("max_switch_passes", sums[5]),
                     ("delay_worst_ms", worst * 1e3)):
                 cols[key][at] = values[fits]
         # false positives/negatives, duplicates and link waste stay 0: a pruned tree
@@ -443,6 +442,8 @@ class TreeWalkFastPath:
         mark = self._buffer("mark", (t.size,), np.int64)  # zeros, and the kernel leaves it so
         starts = np.empty(nb, np.int64)
         entries = np.empty(nb, np.int64)
+        sums = np.empty((6, nb), np.int64)
+        worst = np.empty(nb, np.float64)
         base = ETH_HEADER_BYTES + payload_bytes + fam.size_bytes
         if batch_kernel is None:  # numba went away after construction
             raise RuntimeError("the compiled fast-path kernel is not available")
@@ -453,13 +454,28 @@ class TreeWalkFastPath:
         k = batch_kernel(kind, t.parent, t.end, t.delay, t.is_switch, t.node, t.pos_of, rows,
                          recv.ids, recv.counts, pub_delay, d.feed_in_s, d.switch_s, d.pass_s,
                          base, fam.entry_bytes, out_i, out_t, starts, entries, scratch, mark,
-                         block, is_mc, config)
+                         block, is_mc, config, sums, worst)
         node, par, frame_bytes, passes, recirculations, lookups, simplified, drops = out_i[:, :k]
         return _Batch(starts=starts, node=node, parent=par, t=out_t[:k],
                       frame_bytes=frame_bytes, passes=passes, recirculations=recirculations,
                       lookups=lookups, simplified=simplified, entries=entries,
                       pub_bytes=base + fam.entry_bytes * entries,
-                      drops=drops if et is not None else None)
+                      drops=drops if et is not None else None, sums=sums, worst=worst)
+
+    @staticmethod
+    def _sums(b: _Batch, n_sw: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per notification of ``b``: the sums of its frame bytes, passes, recirculations,
+        lookups and simplified circulations, the most passes at one switch (rows 0-5), and
+        its latest arrival at a host (-inf if none). The compiled walk made them as it
+        went."""
+        if b.sums is not None and b.worst is not None:
+            return b.sums, b.worst
+        starts = b.starts
+        sums = [np.add.reduceat(r, starts)
+                for r in (b.frame_bytes, b.passes, b.recirculations, b.lookups, b.simplified)]
+        most = np.maximum.reduceat(b.passes, starts)
+        worst = np.maximum.reduceat(np.where(b.node >= n_sw, b.t, -np.inf), starts)
+        return np.stack([*sums, most]), worst
 
     def _buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """A reused work array at least ``shape`` large (fresh memory costs page faults).

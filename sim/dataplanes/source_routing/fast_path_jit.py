@@ -43,10 +43,14 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
            switch_s: float, pass_s: float, base: int, entry_bytes: int,
            out_i: np.ndarray, out_t: np.ndarray, starts: np.ndarray, entries: np.ndarray,
            scratch: np.ndarray, mark: np.ndarray, block_t: np.ndarray, is_mc: np.ndarray,
-           config: np.ndarray) -> int:
+           config: np.ndarray, sums: np.ndarray, worst: np.ndarray) -> int:
     """Fill ``out_i`` (rows: node, parent, frame bytes, passes, recirculations,
     lookups, simplified, drops) and ``out_t`` for the tree nodes of every
-    notification; returns the number of tree nodes. ``scratch`` (16 rows, any
+    notification; returns the number of tree nodes. Per notification ``b``, also
+    what its row needs from them: ``sums[:5, b]`` the sums of the frame bytes,
+    passes, recirculations, lookups and simplified circulations, ``sums[5, b]`` the
+    most passes at one switch, ``worst[b]`` the latest arrival at a host (-inf if
+    none); the numpy path computes these with ``reduceat``. ``scratch`` (16 rows, any
     content) and ``mark`` (all 0, left all 0) are reused between calls.
     ``block_t`` (mcgroup: port block of the link into each node), ``is_mc``
     (mixed: mc-group switches) and ``config`` (subsets, port fallback,
@@ -199,12 +203,27 @@ def _batch(kind: int, parent_t: np.ndarray, end_t: np.ndarray, delay_t: np.ndarr
             else:
                 fbytes[c] = 0
                 out_t[c] = feed_s + pub_delay[b]
-        for c in range(start, k):
+        s_bytes = s_passes = s_recirc = s_lookups = s_simpl = 0
+        most, latest = passes[start], -np.inf
+        for c in range(start, k):  # every record is final here
             if kind == PORT_PREDICTIVE:
                 lookups[c] = 2 * passes[c]
             elif kind == MIXED:
                 lookups[c] = 2 * passes[c] + (m[c] if typ[c] == _B else 0)
-            recirc[c] = passes[c] - sw_t[r, loc[c]]
+            is_sw = sw_t[r, loc[c]]
+            recirc[c] = passes[c] - is_sw
+            s_bytes += fbytes[c]
+            s_passes += passes[c]
+            s_recirc += recirc[c]
+            s_lookups += lookups[c]
+            s_simpl += simpl[c]
+            if passes[c] > most:
+                most = passes[c]
+            if is_sw == 0 and out_t[c] > latest:
+                latest = out_t[c]
+        sums[0, b], sums[1, b], sums[2, b] = s_bytes, s_passes, s_recirc
+        sums[3, b], sums[4, b], sums[5, b] = s_lookups, s_simpl, most
+        worst[b] = latest
     return k
 
 

@@ -74,7 +74,7 @@ from typing import Any
 from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState, Exact, SwitchConfig
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount, row_metrics
-from sim.dataplanes.fast_path import Encoder, choose_impl
+from sim.dataplanes.fast_path import Encoder, KernelChoice
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Encoding, Notification, payload_for
 from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat, count_labels
 from sim.dataplanes.virtual_tree.reference import (
@@ -187,10 +187,12 @@ def _exact(config: SwitchConfig, table: str, width: int) -> dict[tuple[Any, ...]
     return out
 
 
-class VirtualTreeFastPath:
+class VirtualTreeFastPath(KernelChoice):
     """Packet-free static walk of the virtual-tree label program on one topology.
 
     A :class:`~sim.dataplanes.fast_path.FastPath` (see the module docstring).
+    ``impl`` names what computes :meth:`metrics` (the walk kernel compiled or
+    interpreted); :meth:`delivery` is the Python walk either way.
 
     Parameters
     ----------
@@ -210,7 +212,7 @@ class VirtualTreeFastPath:
 
     def __init__(self, topology: Topology, delays: DelayModel, encode: Encoder,
                  fmt: LabelFormat, caches: Caches | None = None, impl: str = "auto") -> None:
-        self._impl = choose_impl(impl, IMPLS, available_impls())
+        self.choose_kernels(impl, IMPLS, available_impls())
         self.topology = topology
         self.delays = delays
         self.encode = encode
@@ -224,17 +226,6 @@ class VirtualTreeFastPath:
         self._state: ControlState | None = None
         self._by_node: dict[str, _SwitchIndex] = {}
         self._batch: WalkBatch | None = None
-
-    @property
-    def impl(self) -> str:
-        """What computes :meth:`metrics`: the walk kernel compiled ("jit") or interpreted
-        ("python"); :meth:`delivery` is the Python walk either way."""
-        return self._impl
-
-    @property
-    def implementations(self) -> tuple[str, ...]:
-        """The implementations available here (:meth:`using` builds each)."""
-        return available_impls()
 
     def using(self, impl: str) -> VirtualTreeFastPath:
         """The same fast path computed by implementation ``impl``."""
