@@ -21,7 +21,7 @@ shortest cycle basis of a graph (1987); digest ch. 5-7 §3.3.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -67,21 +67,37 @@ def minimum_cycle_basis(topology: Topology) -> list[frozenset[int]]:
 
 def _independent(topology: Topology, ordered: list[list[int]]) -> list[frozenset[int]]:
     """The candidates (in order) kept greedily while independent over GF(2)."""
-    pivots: dict[int, int] = {}
-    basis: list[frozenset[int]] = []
-    need = topology.switch_graph.number_of_edges() - len(topology.switches) + 1
-    for c in ordered:
-        if len(basis) >= need:
-            break
-        vec = sum(1 << e for e in c)
-        while vec:
-            top = vec.bit_length() - 1
-            if top not in pivots:
-                pivots[top] = vec
-                basis.append(frozenset(c))
+    greedy = _Greedy(topology)
+    greedy.add(ordered)
+    return greedy.basis
+
+
+class _Greedy:
+    """The GF(2) greedy of :func:`_independent`, fed candidates in order, in parts."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.pivots: dict[int, int] = {}
+        self.basis: list[frozenset[int]] = []
+        self.need = topology.switch_graph.number_of_edges() - len(topology.switches) + 1
+
+    @property
+    def done(self) -> bool:
+        return len(self.basis) >= self.need
+
+    def add(self, ordered: list[list[int]]) -> None:
+        """Keep each of the next candidates ``ordered`` that is independent of those kept."""
+        pivots = self.pivots
+        for c in ordered:
+            if self.done:
                 break
-            vec ^= pivots[top]
-    return basis
+            vec = sum(1 << e for e in c)
+            while vec:
+                top = vec.bit_length() - 1
+                if top not in pivots:
+                    pivots[top] = vec
+                    self.basis.append(frozenset(c))
+                    break
+                vec ^= pivots[top]
 
 
 #: What fills a row after its link ids (larger than any link id: shorter rows sort first).
@@ -174,8 +190,21 @@ if os.environ.get("STACKCAST_NO_JIT", "") in ("", "0"):
         horton_kernel = numba.njit(cache=True, nogil=True)(_horton_rows)
 
 
-def cycle_basis_fast(topology: Topology) -> list[frozenset[int]]:
-    """:func:`minimum_cycle_basis`, with the candidates enumerated by :func:`_horton_rows`."""
+#: Bytes of candidate rows :func:`cycle_basis_fast` holds at once (then it goes by lengths).
+BUDGET_BYTES = 384 << 20
+
+
+def cycle_basis_fast(topology: Topology, budget_bytes: int = BUDGET_BYTES
+                     ) -> list[frozenset[int]]:
+    """:func:`minimum_cycle_basis`, with the candidates enumerated by :func:`_horton_rows`.
+
+    Horton's candidates number about switches x links (32 million at 4,000
+    switches of degree 4), so they are held by length: the candidates up to a
+    length bound, sorted, feed the greedy; if it needs more, the next lengths
+    are enumerated again. As the greedy takes the candidates in the order of
+    their lengths, the basis is the same; memory stays about ``budget_bytes``
+    of rows (and a few times that while they are sorted).
+    """
     g = encoder_graph(topology)
     n = len(g.names)
     last: dict[tuple[int, int], int] = {}
@@ -186,22 +215,71 @@ def cycle_basis_fast(topology: Topology) -> list[frozenset[int]]:
     slot_pair = np.array([last[(min(u, v), max(u, v))]
                           for u in range(n) for v in g.nbr[g.indptr[u]:g.indptr[u + 1]]],
                          np.int64)
+    greedy = _Greedy(topology)
+    if not len(pairs) or greedy.done:
+        return greedy.basis
     kernel = horton_kernel or _horton_rows
     parent, up_eid, depth = (np.zeros(n, np.int64) for _ in range(3))
     mark = np.zeros(max(n, 1), np.int64)
-    out = np.zeros((len(pairs), 2 * n + 2), np.int64)
-    found = []
-    for w in range(n):
-        rows = kernel(g.indptr, g.nbr, slot_pair, pairs[:, 0], pairs[:, 1], pairs[:, 2], w,
-                      parent, up_eid, depth, mark, out)
-        if rows:  # only the columns its longest cycle uses (the rest is padding)
-            width = 1 + int(out[:rows, 0].max())
-            found.append(np.unique(out[:rows, :width], axis=0))
-    if not found:
-        return []
+    out = np.zeros((len(pairs), _row_width(g.indptr, g.nbr)), np.int64)
+
+    def roots() -> Iterator[np.ndarray]:
+        """Each root's candidate rows, in ``out`` (valid until the next)."""
+        for w in range(n):
+            rows = kernel(g.indptr, g.nbr, slot_pair, pairs[:, 0], pairs[:, 1], pairs[:, 2], w,
+                          parent, up_eid, depth, mark, out)
+            yield out[:rows]
+
+    lo, hi = 0, n + 1  # lengths taken: lo < length <= hi
+    while not greedy.done and lo <= n:
+        found, held, counts = [], 0, np.zeros(n + 2, np.int64)
+        for rows in roots():
+            rows = rows[(rows[:, 0] > lo) & (rows[:, 0] <= hi)]
+            counts += np.bincount(rows[:, 0], minlength=n + 2)
+            if not len(rows):
+                continue
+            # only the columns its longest cycle uses (the rest is padding)
+            found.append(np.unique(rows[:, :1 + int(rows[:, 0].max())], axis=0))
+            held += found[-1].nbytes
+            while held > budget_bytes:  # hold fewer lengths: drop the longest held
+                shorter = np.flatnonzero(counts[lo + 1:hi])
+                if not len(shorter):
+                    break  # one length: held whole, over the budget
+                hi = lo + 1 + int(shorter[-1])
+                counts[hi + 1:] = 0
+                found = [f[f[:, 0] <= hi] for f in found]
+                held = sum(f.nbytes for f in found)
+        if found:
+            greedy.add(_sorted_rows(found))
+        lo, hi = hi, n + 1
+    return greedy.basis
+
+
+def _sorted_rows(found: list[np.ndarray]) -> list[list[int]]:
+    """The distinct rows of ``found``, in the candidates' order, as link-id lists."""
     width = max(f.shape[1] for f in found)
     table = np.unique(np.concatenate([
         np.pad(f, ((0, 0), (0, width - f.shape[1])), constant_values=PAD) for f in found]),
         axis=0)
-    ordered = [[int(e) for e in row[1:1 + row[0]]] for row in table]
-    return _independent(topology, ordered)
+    return [[int(e) for e in row[1:1 + row[0]]] for row in table]
+
+
+def _row_width(indptr: np.ndarray, nbr: np.ndarray) -> int:
+    """Columns enough for any candidate row: a cycle has at most twice the graph's diameter
+    plus one links, and the diameter is at most twice the depth of a BFS from switch 0
+    (2 n + 2 where that BFS does not reach every switch)."""
+    n = len(indptr) - 1
+    depth = np.full(n, -1, np.int64)
+    depth[0] = 0
+    frontier = [0]
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in nbr[indptr[u]:indptr[u + 1]].tolist():
+                if depth[v] < 0:
+                    depth[v] = depth[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    if (depth < 0).any():
+        return 2 * n + 2
+    return min(2 * n + 2, 2 * (2 * int(depth.max())) + 2)
