@@ -61,8 +61,13 @@ def total_flows(tables: Mapping[int, PrefixTable]) -> int:
     return sum(len(t) for t in tables.values())
 
 
-def leaf_candidates(tables: Mapping[int, PrefixTable]) -> list[tuple[int, str]]:
-    return [(port, m) for port in sorted(tables) for m in tables[port].leaf_merge_points()]
+def leaf_candidates(tables: Mapping[int, PrefixTable], reference: bool = False
+                    ) -> list[tuple[int, str]]:
+    """(port, node) of every leaf merge point, by port; ``reference`` computes them from
+    the keys instead of the tables' incremental sets."""
+    return [(port, m) for port in sorted(tables)
+            for m in (tables[port].compute_leaf_merge_points() if reference
+                      else tables[port].leaf_merge_points())]
 
 
 def cheapest_merge(tables: Mapping[int, PrefixTable]) -> tuple[int, str] | None:
@@ -79,8 +84,7 @@ def cheapest_merge(tables: Mapping[int, PrefixTable]) -> tuple[int, str] | None:
 
 def cheapest_merge_reference(tables: Mapping[int, PrefixTable]) -> tuple[int, str] | None:
     """:func:`cheapest_merge` costing every leaf merge point of every table again."""
-    cands = [(port, m) for port in sorted(tables)
-             for m in tables[port].compute_leaf_merge_points()]
+    cands = leaf_candidates(tables, reference=True)
     if not cands:
         return None
     return min(cands, key=lambda c: (min_space_cost(tables[c[0]], c[1]), c))
@@ -102,9 +106,7 @@ def enforce_local(tables: Mapping[int, PrefixTable], limit: int,
     while total_flows(tables) > limit:
         pick: tuple[int, str] | None
         if mode == "baseline":
-            cands = ([(port, m) for port in sorted(tables)
-                      for m in tables[port].compute_leaf_merge_points()]
-                     if reference else leaf_candidates(tables))
+            cands = leaf_candidates(tables, reference)
             pick = cands[int(rng.integers(len(cands)))] if cands else None
         else:
             pick = cheapest_merge_reference(tables) if reference else cheapest_merge(tables)
