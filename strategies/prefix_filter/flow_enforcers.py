@@ -35,7 +35,11 @@ from typing import Literal
 import numpy as np
 
 from strategies.prefix_filter.dz import lcp
-from strategies.prefix_filter.flow_limits import PrefixTable, min_space_cost
+from strategies.prefix_filter.flow_limits import (
+    PrefixTable,
+    cheapest_leaf_merge,
+    min_space_cost,
+)
 
 CostFn = Callable[[int, PrefixTable, str, Sequence[str]], float]
 
@@ -57,28 +61,57 @@ def total_flows(tables: Mapping[int, PrefixTable]) -> int:
     return sum(len(t) for t in tables.values())
 
 
-def leaf_candidates(tables: Mapping[int, PrefixTable]) -> list[tuple[int, str]]:
-    return [(port, m) for port in sorted(tables) for m in tables[port].leaf_merge_points()]
+def leaf_candidates(tables: Mapping[int, PrefixTable], reference: bool = False
+                    ) -> list[tuple[int, str]]:
+    """(port, node) of every leaf merge point, by port; ``reference`` computes them from
+    the keys instead of the tables' incremental sets."""
+    return [(port, m) for port in sorted(tables)
+            for m in (tables[port].compute_leaf_merge_points() if reference
+                      else tables[port].leaf_merge_points())]
+
+
+def cheapest_merge(tables: Mapping[int, PrefixTable]) -> tuple[int, str] | None:
+    """The MS pick: the leaf merge point of minimum (cost, port, node), from each table's
+    memoised cheapest point (:func:`~strategies.prefix_filter.flow_limits.cheapest_leaf_merge`);
+    a table the last install or merge did not write is not costed again."""
+    best: tuple[float, int, str] | None = None
+    for port in sorted(tables):
+        hit = cheapest_leaf_merge(tables[port])
+        if hit is not None and (best is None or (hit[0], port, hit[1]) < best):
+            best = (hit[0], port, hit[1])
+    return None if best is None else (best[1], best[2])
+
+
+def cheapest_merge_reference(tables: Mapping[int, PrefixTable]) -> tuple[int, str] | None:
+    """:func:`cheapest_merge` costing every leaf merge point of every table again."""
+    cands = leaf_candidates(tables, reference=True)
+    if not cands:
+        return None
+    return min(cands, key=lambda c: (min_space_cost(tables[c[0]], c[1]), c))
 
 
 def enforce_local(tables: Mapping[int, PrefixTable], limit: int,
                   mode: Literal["baseline", "min-space"], rng: np.random.Generator,
-                  stats: EnforcerStats | None = None) -> list[tuple[int, str]]:
+                  stats: EnforcerStats | None = None, *, reference: bool = False
+                  ) -> list[tuple[int, str]]:
     """Merge until the switch holds at most ``limit`` flows; the merges done.
 
     Stops early (over the limit) only when no merge point is left, i.e.
     every ingress table holds a single flow (digest A5.11: infeasible limit).
+    ``reference`` recomputes every candidate and cost (no memo), the definition the
+    memoised picks are tested against.
     """
     t0 = time.perf_counter()
     merges: list[tuple[int, str]] = []
     while total_flows(tables) > limit:
-        cands = leaf_candidates(tables)
-        if not cands:
-            break
+        pick: tuple[int, str] | None
         if mode == "baseline":
-            pick = cands[int(rng.integers(len(cands)))]
+            cands = leaf_candidates(tables, reference)
+            pick = cands[int(rng.integers(len(cands)))] if cands else None
         else:
-            pick = min(cands, key=lambda c: (min_space_cost(tables[c[0]], c[1]), c))
+            pick = cheapest_merge_reference(tables) if reference else cheapest_merge(tables)
+        if pick is None:
+            break
         tables[pick[0]].merge(pick[1])
         merges.append(pick)
     if stats is not None:

@@ -58,13 +58,29 @@ Ports = frozenset[int]
 
 
 class PrefixTable:
-    """The flows of one (switch, ingress port): dz -> egress ports, kept sorted."""
+    """The flows of one (switch, ingress port): dz -> egress ports, kept sorted.
 
-    __slots__ = ("flows", "keys")
+    Write only through :meth:`set`, :meth:`delete`, :meth:`install` and
+    :meth:`merge`: they keep the memo of the leaf merge points (updated for the
+    keys written since, :meth:`leaf_merge_points`) and of their MS costs
+    (:func:`min_space_costs`) consistent.
+    """
+
+    __slots__ = ("flows", "keys", "_leaf", "_pending", "_cheapest", "_costs", "_written")
 
     def __init__(self, flows: Mapping[str, Iterable[int]] | None = None) -> None:
         self.flows: dict[str, Ports] = {k: frozenset(v) for k, v in (flows or {}).items()}
         self.keys: list[str] = sorted(self.flows)
+        #: leaf merge points as of the last read (None: never computed)
+        self._leaf: set[str] | None = None
+        #: keys inserted or deleted since the last read of the leaf merge points
+        self._pending: set[str] = set()
+        #: (MS cost, node) of the cheapest leaf merge point as it stands (None: not known)
+        self._cheapest: tuple[float, str] | None = None
+        #: MS cost per leaf merge point as of the last costing (None: never costed)
+        self._costs: dict[str, float] | None = None
+        #: keys inserted, deleted or given other ports since the last costing
+        self._written: set[str] = set()
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -78,11 +94,22 @@ class PrefixTable:
     def set(self, dz: str, ports: Ports) -> None:
         if dz not in self.flows:
             insort(self.keys, dz)
+            if self._leaf is not None:
+                self._pending.add(dz)
         self.flows[dz] = ports
+        self._wrote(dz)
 
     def delete(self, dz: str) -> None:
         del self.flows[dz]
         self.keys.pop(bisect_left(self.keys, dz))
+        if self._leaf is not None:
+            self._pending.add(dz)
+        self._wrote(dz)
+
+    def _wrote(self, dz: str) -> None:
+        self._cheapest = None
+        if self._costs is not None:
+            self._written.add(dz)
 
     def ancestors(self, dz: str, strict: bool = False) -> list[str]:
         """Flow keys that cover ``dz`` (shortest first)."""
@@ -122,6 +149,7 @@ class PrefixTable:
         below = list(self.descendants(dz))
         for k in below:
             self.flows[k] = self.flows[k] | fnew
+            self._wrote(k)
         self.set(dz, fnew)
         self._drop_covered(below)
         return True
@@ -149,6 +177,43 @@ class PrefixTable:
         return None
 
     def leaf_merge_points(self) -> list[str]:
+        """The leaf merge points, sorted.
+
+        Incremental: whether ``m`` is a leaf merge point depends only on the
+        keys ``m`` prefixes (its block: two keys whose longest common prefix
+        is ``m``, or ``m`` and two keys under it whose longest common prefix
+        is ``m``), so a key inserted or deleted changes the status of its
+        prefixes only; those are decided again, the rest is kept. Equal to
+        :meth:`compute_leaf_merge_points` (``tests/strategies/test_flow_limit_memo.py``).
+        """
+        if self._leaf is None:
+            self._leaf = set(self.compute_leaf_merge_points())
+        elif self._pending:
+            leaf = self._leaf
+            nodes = {k[:i] for k in self._pending for i in range(len(k) + 1)}
+            for m in nodes:
+                if self._is_leaf(m):
+                    leaf.add(m)
+                else:
+                    leaf.discard(m)
+        self._pending = set()
+        return sorted(self._leaf)
+
+    def _is_leaf(self, m: str) -> bool:
+        keys = self.keys
+        lo = bisect_left(keys, m)
+        n = bisect_left(keys, m + "2", lo) - lo
+        at = len(m)
+        if n == 2:  # lcp(a, b) == m: a is m itself or they part right after m
+            a, b = keys[lo], keys[lo + 1]
+            return len(a) == at or a[at] != b[at]
+        if n == 3:
+            b, c = keys[lo + 1], keys[lo + 2]
+            return keys[lo] == m and b[at] != c[at]
+        return False
+
+    def compute_leaf_merge_points(self) -> list[str]:
+        """The leaf merge points computed from the keys (the reference of the memo)."""
         out: list[str] = []
         keys = self.keys
         for i in range(len(keys) - 1):
@@ -232,6 +297,41 @@ def min_space_cost(table: PrefixTable, node: str, block: Sequence[str] | None = 
         if p not in covered:
             total += size(node) - set_size(k for k in block if p in table.flows[k])
     return total
+
+
+def min_space_costs(table: PrefixTable) -> dict[str, float]:
+    """MS cost of every leaf merge point of ``table`` (:func:`min_space_cost` of each).
+
+    Incremental: the cost of node ``m`` is a function of its block (keys and
+    ports) and of its nearest covering flow, so only a write to a key ``m``
+    prefixes, or to a key that prefixes ``m``, changes it; the nodes no key
+    written since the last costing touches keep their cost, the others (and
+    new leaf merge points) are costed again. Equal to costing every node
+    (``tests/strategies/test_flow_limit_memo.py``).
+    """
+    leaf = table.leaf_merge_points()
+    old = table._costs
+    if old is None:
+        costs = {m: min_space_cost(table, m) for m in leaf}
+    else:
+        stale: set[str] = set()
+        for k in table._written:
+            stale.update(k[:i] for i in range(len(k) + 1))
+            stale.update(with_prefix(leaf, k))
+        costs = {m: old[m] if m in old and m not in stale else min_space_cost(table, m)
+                 for m in leaf}
+    table._costs = costs
+    table._written = set()
+    return costs
+
+
+def cheapest_leaf_merge(table: PrefixTable) -> tuple[float, str] | None:
+    """``min((cost, node))`` over :func:`min_space_costs` (memoised until the next write);
+    None if the table has no leaf merge point."""
+    if table._cheapest is None:
+        costs = min_space_costs(table)
+        table._cheapest = min(((c, n) for n, c in costs.items()), default=None)
+    return table._cheapest
 
 
 @dataclass(frozen=True, slots=True)

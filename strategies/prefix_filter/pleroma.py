@@ -328,9 +328,14 @@ class PleromaDz(ContentStrategy):
             for sw, inp, out in routing.hops(pub, sub.host):
                 per = model.logical.setdefault(sw, {}).setdefault(inp, {})
                 tables = model.physical.setdefault(sw, {})
-                table = tables.setdefault(inp, PrefixTable())
+                table = tables.get(inp)
+                if table is None:
+                    table = tables[inp] = PrefixTable()
                 for dz in flows:
-                    per.setdefault(dz, Counter())[out] += 1
+                    counter = per.get(dz)
+                    if counter is None:
+                        counter = per[dz] = Counter()
+                    counter[out] += 1
                     recs.append((sw, inp, dz, out))
                     if not table.install(dz, (out,)):
                         continue
