@@ -1,0 +1,220 @@
+"""``hybrid``'s header labels from the cached shortest-path tree of the publisher's root.
+
+:func:`strategies.virtual_tree.hybrid.hybrid_stacks` (the definition) builds the
+delivery tree D (the shortest-path tree pruned to the receivers) and T' (the
+same pruned to the stable subscribers) as Python trees per notification and
+reads the header off their preorders: the tree label if T' and D share an
+edge, then the stop labels (T' edges, in T' preorder, hanging off D but not in
+it), then the hop labels (D edges outside T', in D preorder).
+
+Both trees are subtrees of one spanning tree, the BFS tree of the root with
+every host under its switch and children in port order, which
+:class:`sim.dataplanes.tree_tables.TreeTables` lays out in preorder once per
+root. A subtree's preorder is the spanning preorder restricted to its nodes,
+so :func:`hybrid_labels` marks D's and T''s nodes by walking up the cached
+predecessor positions (as the hand-written lower bound does) and reads both
+label lists in one sorted pass over the marked positions. Labels come from
+:class:`EdgeTable`, every edge's hop and stop label made once per topology
+and format.
+
+:func:`hybrid_labels` is plain Python that numba compiles (:func:`kernel`);
+``STACKCAST_NO_JIT=1`` or no numba runs it interpreted.
+``tests/strategies/test_hybrid_kernel.py`` checks both against
+:func:`~strategies.virtual_tree.hybrid.hybrid_stacks` on random topologies,
+receivers and stable sets.
+
+References
+----------
+Seed 000 §4.3 (Fig. 4.3), §5.2.4-5.2.6 (tree/hop/stop labels); §3.2
+(preorder, port order).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sim.dataplanes.tree_tables import TreeTables
+from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat
+from sim.dataplanes.virtual_tree.reference import hop_label, stop_label
+from topologies.model import Topology
+
+#: Outcome codes of :func:`hybrid_labels` (its first return value).
+OK, UNREACHABLE = 0, 1
+#: The compiled kernel, once made (numba's dispatcher; cached on disk by numba).
+_COMPILED: dict[str, Callable[..., Any]] = {}
+
+
+class EdgeTable:
+    """Every link's hop and stop label per directed neighbour pair, as arrays.
+
+    Node numbers are :class:`~sim.dataplanes.tree_tables.TreeTables`' (switches,
+    then hosts). The neighbours of node ``u`` are ``nb[start[u]:start[u + 1]]``
+    (one per neighbour, the link :meth:`~topologies.model.Topology.port_to`
+    names); ``hop[e]`` and ``stop[e]`` are the labels of that link's edge id.
+    ``valid`` is False when some label does not fit the format (the encoder
+    then runs the definition, which raises where it would).
+    """
+
+    def __init__(self, topology: Topology, fmt: LabelFormat) -> None:
+        names = (*topology.switches, *topology.hosts)
+        gid = {n: i for i, n in enumerate(names)}
+        start, nb, hop, stop = [0], [], [], []
+        valid = True
+        for u in names:
+            for info in topology.ports(u).values():
+                v = info.neighbor
+                port = topology.port_to(u, v)
+                if topology.ports(u)[port] is not info:
+                    continue  # a parallel link: the edge is port_to's
+                eid = info.link.edge_id
+                try:
+                    hop.append(hop_label(fmt, eid))
+                    stop.append(stop_label(fmt, eid))
+                except FieldRangeError:
+                    valid = False
+                    hop.append(-1)
+                    stop.append(-1)
+                nb.append(gid[v])
+            start.append(len(nb))
+        self.gid = gid
+        self.valid = valid
+        self.start = np.array(start, np.int64)
+        self.nb = np.array(nb, np.int64)
+        self.hop = np.array(hop, np.int64)
+        self.stop = np.array(stop, np.int64)
+        n = len(names)
+        #: per-call work buffers: node marks (zero between calls), touched positions
+        self.mark = np.zeros(n, np.int64)
+        self.touched = np.zeros(n, np.int64)
+        self.out = np.zeros(2 * n, np.int64)
+
+
+def hybrid_labels(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray,
+                  receivers: np.ndarray, stable: np.ndarray, start: np.ndarray,
+                  nb: np.ndarray, hop: np.ndarray, stop: np.ndarray, mark: np.ndarray,
+                  touched: np.ndarray, out: np.ndarray) -> tuple[int, int, int, int]:
+    """The stop and hop labels of one notification (plain Python that numba compiles).
+
+    Parameters
+    ----------
+    node, parent, pos_of : ndarray
+        The root's row of :class:`~sim.dataplanes.tree_tables.TreeTables`.
+    receivers, stable : ndarray
+        Node numbers of the receivers and of the stable subscribers.
+    start, nb, hop, stop : ndarray
+        :class:`EdgeTable`'s arrays.
+    mark, touched, out : ndarray
+        Work buffers; ``mark`` is all zeros on entry and on return.
+
+    Returns
+    -------
+    status : int
+        :data:`OK`, or :data:`UNREACHABLE` (a receiver or stable subscriber
+        the root does not reach; nothing else is valid).
+    n_stops, n_hops : int
+        ``out[:n_stops]`` are the stop labels, ``out[n_stops:n_stops + n_hops]``
+        the hop labels.
+    used : int
+        1 if T' and D share an edge (the header carries the tree label).
+    """
+    mark[0] = 1  # the root (position 0) is in D
+    touched[0] = 0
+    count = _mark(node, parent, pos_of, receivers, 1, mark, touched, 1)
+    if count > 0:
+        count = _mark(node, parent, pos_of, stable, 2, mark, touched, count)
+    if count < 0:
+        for i in range(-count):
+            mark[touched[i]] = 0
+        return UNREACHABLE, 0, 0, 0
+    seen = touched[:count]
+    seen.sort()
+    used = 0
+    for i in range(1, count):
+        if mark[seen[i]] == 3:
+            used = 1
+            break
+    n_stops = 0
+    if used:
+        for i in range(1, count):
+            p = seen[i]
+            if mark[p] == 2 and mark[parent[p]] & 1:
+                out[n_stops] = _edge_label(stop, start, nb, node[parent[p]], node[p])
+                n_stops += 1
+    n_hops = 0
+    for i in range(1, count):
+        p = seen[i]
+        if mark[p] == 1:
+            out[n_stops + n_hops] = _edge_label(hop, start, nb, node[parent[p]], node[p])
+            n_hops += 1
+    for i in range(count):
+        mark[seen[i]] = 0
+    return OK, n_stops, n_hops, used
+
+
+def _mark(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray, targets: np.ndarray,
+          bit: int, mark: np.ndarray, touched: np.ndarray, count: int) -> int:
+    """Set ``bit`` on ``targets`` and their ancestors, appending newly marked positions to
+    ``touched[count:]``; the new count, or minus it if a target is unreachable."""
+    for x in targets:
+        p = pos_of[x]
+        if node[p] != x:
+            return -count
+        while p >= 0 and not mark[p] & bit:
+            if mark[p] == 0:
+                touched[count] = p
+                count += 1
+            mark[p] |= bit
+            p = parent[p]
+    return count
+
+
+def _edge_label(labels: np.ndarray, start: np.ndarray, nb: np.ndarray, u: int, v: int) -> int:
+    """``labels`` of the link from ``u`` to its neighbour ``v`` (-1 if none)."""
+    for e in range(start[u], start[u + 1]):
+        if nb[e] == v:
+            return int(labels[e])
+    return -1
+
+
+def kernel() -> Callable[..., Any]:
+    """:func:`hybrid_labels`, compiled where numba is installed (and not disabled)."""
+    if "labels" not in _COMPILED:
+        if os.environ.get("STACKCAST_NO_JIT", "") not in ("", "0"):
+            return hybrid_labels
+        try:
+            import numba
+            from numba.extending import register_jitable
+        except ImportError:  # optional: the interpreted kernel runs
+            return hybrid_labels
+        register_jitable(_mark)
+        register_jitable(_edge_label)
+        _COMPILED["labels"] = numba.njit(cache=True, nogil=True)(hybrid_labels)
+    return _COMPILED["labels"]
+
+
+def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
+                  stable: np.ndarray, run: Callable[..., Any] | None = None
+                  ) -> tuple[list[int], bool] | None:
+    """The stop and hop labels of one notification and whether T' and D share an edge
+    (its tree label then leads the header), or None where the definition must run
+    (a label that does not fit the format, a node the root does not reach).
+
+    ``receivers`` and ``stable``: node numbers (:attr:`EdgeTable.gid`) of hosts; ``run``:
+    the kernel (default :func:`kernel`; tests pass :func:`hybrid_labels` too).
+    """
+    if not edges.valid:
+        return None
+    r = rows.gid[root]
+    k = int(rows.slot_of[r])
+    if k < 0:
+        k = int(rows.ensure(np.array([r], np.int64))[0])
+    status, n_stops, n_hops, used = (run or kernel())(
+        rows.node[k], rows.parent[k], rows.pos_of[k], receivers, stable, edges.start,
+        edges.nb, edges.hop, edges.stop, edges.mark, edges.touched, edges.out)
+    if status != OK:
+        return None
+    return edges.out[:n_stops + n_hops].tolist(), bool(used)
