@@ -31,12 +31,12 @@ Seed 000 §4.3 (Fig. 4.3), §5.2.4-5.2.6 (tree/hop/stop labels); §3.2
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from sim.dataplanes.l2.fast_path_kernels import compiled
 from sim.dataplanes.tree_tables import TreeTables
 from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat
 from sim.dataplanes.virtual_tree.reference import hop_label, stop_label
@@ -44,8 +44,6 @@ from topologies.model import Topology
 
 #: Outcome codes of :func:`hybrid_labels` (its first return value).
 OK, UNREACHABLE = 0, 1
-#: The compiled kernel, once made (numba's dispatcher; cached on disk by numba).
-_COMPILED: dict[str, Callable[..., Any]] = {}
 
 
 class EdgeTable:
@@ -94,106 +92,92 @@ class EdgeTable:
 
 
 def hybrid_labels(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray,
-                  receivers: np.ndarray, stable: np.ndarray, start: np.ndarray,
-                  nb: np.ndarray, hop: np.ndarray, stop: np.ndarray, mark: np.ndarray,
-                  touched: np.ndarray, out: np.ndarray) -> tuple[int, int, int, int]:
+                  targets: np.ndarray, n_receivers: int, start: np.ndarray, nb: np.ndarray,
+                  hop: np.ndarray, stop: np.ndarray, mark: np.ndarray, touched: np.ndarray,
+                  out: np.ndarray) -> tuple[int, int, int, int]:
     """The stop and hop labels of one notification (plain Python that numba compiles).
 
     Parameters
     ----------
     node, parent, pos_of : ndarray
         The root's row of :class:`~sim.dataplanes.tree_tables.TreeTables`.
-    receivers, stable : ndarray
-        Node numbers of the receivers and of the stable subscribers.
+    targets : ndarray
+        Node numbers of the receivers (the first ``n_receivers``), then of the
+        stable subscribers.
     start, nb, hop, stop : ndarray
         :class:`EdgeTable`'s arrays.
     mark, touched, out : ndarray
-        Work buffers; ``mark`` is all zeros on entry and on return.
+        Work buffers (``out`` at least twice as long as ``mark``); ``mark`` is
+        all zeros on entry and on return.
 
     Returns
     -------
     status : int
-        :data:`OK`, or :data:`UNREACHABLE` (a receiver or stable subscriber
-        the root does not reach; nothing else is valid).
+        :data:`OK`, or :data:`UNREACHABLE` (a target the root's row does not
+        reach; nothing else is valid).
     n_stops, n_hops : int
-        ``out[:n_stops]`` are the stop labels, ``out[n_stops:n_stops + n_hops]``
-        the hop labels.
+        ``out[:n_stops]`` are the stop labels, ``out[half:half + n_hops]`` the
+        hop labels (``half = len(mark)``).
     used : int
         1 if T' and D share an edge (the header carries the tree label).
     """
+    # mark D's positions (bit 1) and T''s (bit 2): each target and its ancestors
     mark[0] = 1  # the root (position 0) is in D
     touched[0] = 0
-    count = _mark(node, parent, pos_of, receivers, 1, mark, touched, 1)
-    if count > 0:
-        count = _mark(node, parent, pos_of, stable, 2, mark, touched, count)
-    if count < 0:
-        for i in range(-count):
-            mark[touched[i]] = 0
-        return UNREACHABLE, 0, 0, 0
-    seen = touched[:count]
-    seen.sort()
-    used = 0
-    for i in range(1, count):
-        if mark[seen[i]] == 3:
-            used = 1
-            break
-    n_stops = 0
-    if used:
-        for i in range(1, count):
-            p = seen[i]
-            if mark[p] == 2 and mark[parent[p]] & 1:
-                out[n_stops] = _edge_label(stop, start, nb, node[parent[p]], node[p])
-                n_stops += 1
-    n_hops = 0
-    for i in range(1, count):
-        p = seen[i]
-        if mark[p] == 1:
-            out[n_stops + n_hops] = _edge_label(hop, start, nb, node[parent[p]], node[p])
-            n_hops += 1
-    for i in range(count):
-        mark[seen[i]] = 0
-    return OK, n_stops, n_hops, used
-
-
-def _mark(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray, targets: np.ndarray,
-          bit: int, mark: np.ndarray, touched: np.ndarray, count: int) -> int:
-    """Set ``bit`` on ``targets`` and their ancestors, appending newly marked positions to
-    ``touched[count:]``; the new count, or minus it if a target is unreachable."""
-    for x in targets:
+    count = 1
+    for i in range(targets.shape[0]):
+        x = targets[i]
+        bit = 1 if i < n_receivers else 2
         p = pos_of[x]
         if node[p] != x:
-            return -count
+            for j in range(count):
+                mark[touched[j]] = 0
+            return UNREACHABLE, 0, 0, 0
         while p >= 0 and not mark[p] & bit:
             if mark[p] == 0:
                 touched[count] = p
                 count += 1
             mark[p] |= bit
             p = parent[p]
-    return count
-
-
-def _edge_label(labels: np.ndarray, start: np.ndarray, nb: np.ndarray, u: int, v: int) -> int:
-    """``labels`` of the link from ``u`` to its neighbour ``v`` (-1 if none)."""
-    for e in range(start[u], start[u + 1]):
-        if nb[e] == v:
-            return int(labels[e])
-    return -1
+    seen = touched[:count]
+    seen.sort()  # preorder: the subtrees' preorders are the spanning tree's, restricted
+    used = 0
+    for i in range(1, count):
+        if mark[seen[i]] == 3:
+            used = 1
+            break
+    half = mark.shape[0]
+    n_stops = n_hops = 0
+    for i in range(1, count):
+        p = seen[i]
+        m = mark[p]
+        up = parent[p]
+        if m == 1:  # a D edge outside T'
+            labels = hop
+        elif m == 2 and used and mark[up] & 1:  # a T' edge hanging off D
+            labels = stop
+        else:
+            continue
+        u, v = node[up], node[p]
+        label = -1
+        for e in range(start[u], start[u + 1]):
+            if nb[e] == v:
+                label = labels[e]
+                break
+        if m == 1:
+            out[half + n_hops] = label
+            n_hops += 1
+        else:
+            out[n_stops] = label
+            n_stops += 1
+    for i in range(count):
+        mark[seen[i]] = 0
+    return OK, n_stops, n_hops, used
 
 
 def kernel() -> Callable[..., Any]:
     """:func:`hybrid_labels`, compiled where numba is installed (and not disabled)."""
-    if "labels" not in _COMPILED:
-        if os.environ.get("STACKCAST_NO_JIT", "") not in ("", "0"):
-            return hybrid_labels
-        try:
-            import numba
-            from numba.extending import register_jitable
-        except ImportError:  # optional: the interpreted kernel runs
-            return hybrid_labels
-        register_jitable(_mark)
-        register_jitable(_edge_label)
-        _COMPILED["labels"] = numba.njit(cache=True, nogil=True)(hybrid_labels)
-    return _COMPILED["labels"]
+    return compiled("hybrid_kernel.hybrid_labels", hybrid_labels) or hybrid_labels
 
 
 def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
@@ -213,8 +197,10 @@ def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.n
     if k < 0:
         k = int(rows.ensure(np.array([r], np.int64))[0])
     status, n_stops, n_hops, used = (run or kernel())(
-        rows.node[k], rows.parent[k], rows.pos_of[k], receivers, stable, edges.start,
-        edges.nb, edges.hop, edges.stop, edges.mark, edges.touched, edges.out)
+        rows.node[k], rows.parent[k], rows.pos_of[k], np.concatenate((receivers, stable)),
+        len(receivers), edges.start, edges.nb, edges.hop, edges.stop, edges.mark,
+        edges.touched, edges.out)
     if status != OK:
         return None
-    return edges.out[:n_stops + n_hops].tolist(), bool(used)
+    out, half = edges.out, len(edges.mark)
+    return out[:n_stops].tolist() + out[half:half + n_hops].tolist(), bool(used)
