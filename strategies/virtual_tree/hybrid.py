@@ -348,24 +348,21 @@ class Hybrid(VirtualTreeModel, Strategy):
         fmt = self.fmt
         edges = self.caches.vt_tables.get_or_make(
             ("edge table", (Identity(topology), fmt)), lambda: EdgeTable(topology, fmt))
-        gid = edges.gid
         key = ("nodes", pub, stable)
         nodes = stored.get(key)
         if nodes is None:
-            nodes = stored[key] = _host_nodes(topology, gid, stable)
-        got = _host_nodes(topology, gid, receivers)
+            nodes = stored[key] = _host_nodes(edges.host_gid, stable)
+        got = _host_nodes(edges.host_gid, receivers)
         if nodes is None or got is None:
             return None
         return header_labels(tree_tables(topology, self.caches), edges,
                              topology.host_switch(pub), got, nodes)
 
 
-def _host_nodes(topology: Topology, gid: dict[str, int], hosts: frozenset[str]
-                ) -> np.ndarray | None:
-    """Node numbers of ``hosts`` (:attr:`~.hybrid_kernel.EdgeTable.gid`), or None if one is
-    not a host of ``topology``."""
+def _host_nodes(hosts_gid: dict[str, int], hosts: frozenset[str]) -> np.ndarray | None:
+    """Node numbers of ``hosts`` (:attr:`~.hybrid_kernel.EdgeTable.host_gid`), or None if one
+    is not a host of the topology."""
     try:
-        out = np.fromiter((gid[h] for h in hosts), np.int64, len(hosts))
+        return np.array(list(map(hosts_gid.__getitem__, hosts)), np.int64)
     except KeyError:
         return None
-    return out if (out >= len(topology.switches)).all() else None

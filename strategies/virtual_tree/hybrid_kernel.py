@@ -79,6 +79,8 @@ class EdgeTable:
                 nb.append(gid[v])
             start.append(len(nb))
         self.gid = gid
+        #: the hosts' node numbers
+        self.host_gid = {h: gid[h] for h in topology.hosts}
         self.valid = valid
         self.start = np.array(start, np.int64)
         self.nb = np.array(nb, np.int64)
