@@ -53,29 +53,31 @@ class EdgeTable:
     then hosts). The neighbours of node ``u`` are ``nb[start[u]:start[u + 1]]``
     (one per neighbour, the link :meth:`~topologies.model.Topology.port_to`
     names); ``hop[e]`` and ``stop[e]`` are the labels of that link's edge id.
-    ``valid`` is False when some label does not fit the format (the encoder
-    then runs the definition, which raises where it would).
+    ``valid`` is False when some label does not fit the format or int64 (wider
+    than 63 bits): the encoder then runs the definition, which raises where it
+    would.
     """
 
     def __init__(self, topology: Topology, fmt: LabelFormat) -> None:
         names = (*topology.switches, *topology.hosts)
         gid = {n: i for i, n in enumerate(names)}
         start, nb, hop, stop = [0], [], [], []
-        valid = True
+        valid = fmt.label_bits <= 63  # the labels fit int64
         for u in names:
             for info in topology.ports(u).values():
                 v = info.neighbor
                 port = topology.port_to(u, v)
                 if topology.ports(u)[port] is not info:
                     continue  # a parallel link: the edge is port_to's
-                eid = info.link.edge_id
-                try:
-                    hop.append(hop_label(fmt, eid))
-                    stop.append(stop_label(fmt, eid))
-                except FieldRangeError:
-                    valid = False
-                    hop.append(-1)
-                    stop.append(-1)
+                labels = (-1, -1)
+                if valid:
+                    try:
+                        labels = (hop_label(fmt, info.link.edge_id),
+                                  stop_label(fmt, info.link.edge_id))
+                    except FieldRangeError:
+                        valid = False
+                hop.append(labels[0])
+                stop.append(labels[1])
                 nb.append(gid[v])
             start.append(len(nb))
         self.gid = gid

@@ -74,10 +74,10 @@ def test_labels_equal_the_definition(impl, case, tree_id):
 
 
 @settings(max_examples=60, deadline=None)
-@given(cases(max_switches=10), st.sampled_from([60, 70, 90, 1500]))
-def test_encode_equals_the_definition_alone(case, mtu):
+@given(cases(max_switches=10), st.sampled_from([60, 70, 90, 1500]), st.sampled_from([16, 64]))
+def test_encode_equals_the_definition_alone(case, mtu, label_bits):
     topo, pub, recv, stable = case
-    params = {"mtu_bytes": mtu, "on_oversize": "split"}
+    params = {"mtu_bytes": mtu, "on_oversize": "split", "label_bits": label_bits}
     note = Notification(0, pub)
     payload = payload_for(note, 10)
 
