@@ -161,7 +161,8 @@ class Caches:
     vt_compiled : Store
         ``(Identity(ControlState), Identity(Topology))`` -> the published VTs
         of that state in the encoder's form (``tree``, ``hybrid``: the stored
-        trees it tells the publishers about, read as the encoder needs them).
+        trees it tells the publishers about, read as the encoder needs them;
+        ``hybrid``: also their stable subscribers' node numbers).
     workload_plans : Store
         ``(Identity(Topology), workload key, rng state)`` -> a workload's
         drawn plan: the clustered population (:mod:`sim.workloads.clustered`;
@@ -175,7 +176,9 @@ class Caches:
         (:mod:`sim.dataplanes.virtual_tree.walk_tables`; rows per state, pieces
         per switch configuration, forgotten at once past a size limit), and
         ``("edge labels", (Identity(Topology), LabelFormat))`` -> ``hybrid``'s edge
-        labels (:class:`strategies.virtual_tree.hybrid.EdgeLabels`).
+        labels (:class:`strategies.virtual_tree.hybrid.EdgeLabels`), and
+        ``("edge table", ...)`` the same as arrays for its kernel
+        (:class:`strategies.virtual_tree.hybrid_kernel.EdgeTable`).
     base_states : Store
         ``(strategy class, parameters, Identity(Topology))`` -> the
         receiver-independent part of that strategy's installs

@@ -215,7 +215,6 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
     seen = np.zeros(n_trees + 1, np.int64)
     stamp = 0
     pieces = n_rem + 1
-    n_comp = 0
     # -- buffers of the trials
     trial_edges = np.empty(n, np.int64)
     trial_nodes = np.empty(n, np.int64)
@@ -230,7 +229,10 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
     pool = cands.copy()
     n_pool = cands.shape[0]
     idle = 0
-    while n_pool > 0:
+    # a round scans the pool from ``first`` for the best candidate (best_improvement) or
+    # for the next one that improves (single pass: accepted, the scan goes on after it)
+    first = 0
+    while first < n_pool:
         bound = best_cost
         pick = -1
         pick_pieces = 0
@@ -239,7 +241,7 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
         pick_stops = 0
         nre = 0
         nrn = 0
-        for i in range(n_pool):
+        for i in range(first, n_pool):
             if mode == SINGLE_PASS and patience >= 0 and idle >= patience:
                 break
             t = pool[i]
@@ -308,27 +310,14 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
             trial_nodes, round_nodes = round_nodes, trial_nodes
             nre, nrn = ne, nn
             if mode == SINGLE_PASS:
-                # accept now and go on with the next candidate
-                stamp += 1
-                _select(t, n_comp, stamp, comp, comp_term, seen, is_term, t_edges, t_ptr,
-                        t_nodes, t_node_ptr, virt)
-                n_comp += 1
-                chosen[n_chosen] = t
-                n_chosen += 1
-                pieces, host, best_cost = pick_pieces, pick_host, bound
-                best_weight, best_stops = pick_weight, pick_stops
-                best_edges, round_edges = round_edges, best_edges
-                best_nodes, round_nodes = round_nodes, best_nodes
-                nbe, nbn = nre, nrn
-                _mark(dt_node, best_nodes, nbn)
-                idle = 0
-        if mode == SINGLE_PASS or pick < 0:
+                break  # accepted now; the scan goes on with the next candidate
+        if pick < 0:
             break
+        # accept pool[pick]
         t = pool[pick]
         stamp += 1
-        _select(t, n_comp, stamp, comp, comp_term, seen, is_term, t_edges, t_ptr, t_nodes,
+        _select(t, n_chosen, stamp, comp, comp_term, seen, is_term, t_edges, t_ptr, t_nodes,
                 t_node_ptr, virt)
-        n_comp += 1
         chosen[n_chosen] = t
         n_chosen += 1
         pieces, host, best_cost = pick_pieces, pick_host, bound
@@ -337,9 +326,13 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
         best_nodes, round_nodes = round_nodes, best_nodes
         nbe, nbn = nre, nrn
         _mark(dt_node, best_nodes, nbn)
-        for i in range(pick, n_pool - 1):
-            pool[i] = pool[i + 1]
-        n_pool -= 1
+        idle = 0
+        if mode == SINGLE_PASS:
+            first = pick + 1
+        else:
+            for i in range(pick, n_pool - 1):
+                pool[i] = pool[i + 1]
+            n_pool -= 1
     # -- prune_unused: keep the selected VTs that carry a delivery edge
     used = initial  # reused as the delivery-edge flags
     used[:] = 0

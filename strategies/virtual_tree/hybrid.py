@@ -55,10 +55,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.seeds import child_rng, stable_seed
+from sim.dataplanes.tree_tables import tree_tables
 from sim.dataplanes.trees import Tree, shortest_path_tree
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
@@ -69,6 +72,7 @@ from sim.dataplanes.virtual_tree.reference import (
 )
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
 from strategies.virtual_tree.data_plane import VirtualTreeModel
+from strategies.virtual_tree.hybrid_kernel import EdgeTable, header_labels
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -312,13 +316,53 @@ class Hybrid(VirtualTreeModel, Strategy):
                               f"with their receiver set or the publisher's stable subscribers")
         fmt = self.fmt
         stable = frozenset(entry["stable"])
+        tree_id = entry["tree"]
         # T' of each stored tree, read once per state (what the controller told the publisher)
         stored = self.caches.vt_compiled.get_or_make((Identity(state), Identity(topology)), dict)
-        t = stored.get((pub, stable))
-        if t is None:
-            t = stored[(pub, stable)] = stored_edges(topology, pub, stable)
-        edge_labels = self.caches.vt_tables.get_or_make(
-            ("edge labels", (Identity(topology), fmt)), lambda: EdgeLabels(topology, fmt))
-        labels, parts = hybrid_stacks(topology, fmt, pub, receivers, stable, entry["tree"], t,
-                                      edge_labels)
+
+        def definition() -> tuple[list[int], Callable[[], list[list[int]]]]:
+            t = stored.get((pub, stable))
+            if t is None:
+                t = stored[(pub, stable)] = stored_edges(topology, pub, stable)
+            edge_labels = self.caches.vt_tables.get_or_make(
+                ("edge labels", (Identity(topology), fmt)), lambda: EdgeLabels(topology, fmt))
+            return hybrid_stacks(topology, fmt, pub, receivers, stable, tree_id, t, edge_labels)
+
+        fast = self._kernel_labels(topology, stored, pub, receivers, stable)
+        if fast is None:
+            labels, parts = definition()
+        else:
+            rest, used = fast
+            labels = [tree_label(fmt, tree_id), *rest] if used else rest
+
+            def parts() -> list[list[int]]:
+                return definition()[1]()
+
         return encode_stacks(topology, self.params, fmt, notification, payload, labels, parts)
+
+    def _kernel_labels(self, topology: Topology, stored: dict[Any, Any], pub: str,
+                       receivers: frozenset[str], stable: frozenset[str]
+                       ) -> tuple[list[int], bool] | None:
+        """:func:`hybrid_stacks`' labels by :func:`~.hybrid_kernel.header_labels` (without
+        the tree label: whether it leads them), or None where the definition must run."""
+        fmt = self.fmt
+        edges = self.caches.vt_tables.get_or_make(
+            ("edge table", (Identity(topology), fmt)), lambda: EdgeTable(topology, fmt))
+        key = ("nodes", pub, stable)
+        nodes = stored.get(key)
+        if nodes is None:
+            nodes = stored[key] = _host_nodes(edges.host_gid, stable)
+        got = _host_nodes(edges.host_gid, receivers)
+        if nodes is None or got is None:
+            return None
+        return header_labels(tree_tables(topology, self.caches), edges,
+                             topology.host_switch(pub), got, nodes)
+
+
+def _host_nodes(hosts_gid: dict[str, int], hosts: frozenset[str]) -> np.ndarray | None:
+    """Node numbers of ``hosts`` (:attr:`~.hybrid_kernel.EdgeTable.host_gid`), or None if one
+    is not a host of the topology."""
+    try:
+        return np.array(list(map(hosts_gid.__getitem__, hosts)), np.int64)
+    except KeyError:
+        return None

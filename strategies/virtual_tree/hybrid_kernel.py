@@ -1,0 +1,210 @@
+"""``hybrid``'s header labels from the cached shortest-path tree of the publisher's root.
+
+:func:`strategies.virtual_tree.hybrid.hybrid_stacks` (the definition) builds the
+delivery tree D (the shortest-path tree pruned to the receivers) and T' (the
+same pruned to the stable subscribers) as Python trees per notification and
+reads the header off their preorders: the tree label if T' and D share an
+edge, then the stop labels (T' edges, in T' preorder, hanging off D but not in
+it), then the hop labels (D edges outside T', in D preorder).
+
+Both trees are subtrees of one spanning tree, the BFS tree of the root with
+every host under its switch and children in port order, which
+:class:`sim.dataplanes.tree_tables.TreeTables` lays out in preorder once per
+root. A subtree's preorder is the spanning preorder restricted to its nodes,
+so :func:`hybrid_labels` marks D's and T''s nodes by walking up the cached
+predecessor positions (as the hand-written lower bound does) and reads both
+label lists in one sorted pass over the marked positions. Labels come from
+:class:`EdgeTable`, every edge's hop and stop label made once per topology
+and format.
+
+:func:`hybrid_labels` is plain Python that numba compiles (:func:`kernel`);
+``STACKCAST_NO_JIT=1`` or no numba runs it interpreted.
+``tests/strategies/test_hybrid_kernel.py`` checks both against
+:func:`~strategies.virtual_tree.hybrid.hybrid_stacks` on random topologies,
+receivers and stable sets.
+
+References
+----------
+Seed 000 §4.3 (Fig. 4.3), §5.2.4-5.2.6 (tree/hop/stop labels); §3.2
+(preorder, port order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sim.dataplanes.l2.fast_path_kernels import compiled
+from sim.dataplanes.tree_tables import TreeTables
+from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat
+from sim.dataplanes.virtual_tree.reference import hop_label, stop_label
+from topologies.model import Topology
+
+#: Outcome codes of :func:`hybrid_labels` (its first return value).
+OK, UNREACHABLE = 0, 1
+
+
+class EdgeTable:
+    """Every link's hop and stop label per directed neighbour pair, as arrays.
+
+    Node numbers are :class:`~sim.dataplanes.tree_tables.TreeTables`' (switches,
+    then hosts). The neighbours of node ``u`` are ``nb[start[u]:start[u + 1]]``
+    (one per neighbour, the link :meth:`~topologies.model.Topology.port_to`
+    names); ``hop[e]`` and ``stop[e]`` are the labels of that link's edge id.
+    ``valid`` is False when some label does not fit the format or int64 (wider
+    than 63 bits): the encoder then runs the definition, which raises where it
+    would.
+    """
+
+    def __init__(self, topology: Topology, fmt: LabelFormat) -> None:
+        names = (*topology.switches, *topology.hosts)
+        gid = {n: i for i, n in enumerate(names)}
+        start, nb, hop, stop = [0], [], [], []
+        valid = fmt.label_bits <= 63  # the labels fit int64
+        for u in names:
+            for info in topology.ports(u).values():
+                v = info.neighbor
+                port = topology.port_to(u, v)
+                if topology.ports(u)[port] is not info:
+                    continue  # a parallel link: the edge is port_to's
+                labels = (-1, -1)
+                if valid:
+                    try:
+                        labels = (hop_label(fmt, info.link.edge_id),
+                                  stop_label(fmt, info.link.edge_id))
+                    except FieldRangeError:
+                        valid = False
+                hop.append(labels[0])
+                stop.append(labels[1])
+                nb.append(gid[v])
+            start.append(len(nb))
+        self.gid = gid
+        #: the hosts' node numbers
+        self.host_gid = {h: gid[h] for h in topology.hosts}
+        self.valid = valid
+        self.start = np.array(start, np.int64)
+        self.nb = np.array(nb, np.int64)
+        self.hop = np.array(hop, np.int64)
+        self.stop = np.array(stop, np.int64)
+        n = len(names)
+        #: per-call work buffers: node marks (zero between calls), touched positions
+        self.mark = np.zeros(n, np.int64)
+        self.touched = np.zeros(n, np.int64)
+        self.out = np.zeros(2 * n, np.int64)
+
+
+def hybrid_labels(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray,
+                  targets: np.ndarray, n_receivers: int, start: np.ndarray, nb: np.ndarray,
+                  hop: np.ndarray, stop: np.ndarray, mark: np.ndarray, touched: np.ndarray,
+                  out: np.ndarray) -> tuple[int, int, int, int]:
+    """The stop and hop labels of one notification (plain Python that numba compiles).
+
+    Parameters
+    ----------
+    node, parent, pos_of : ndarray
+        The root's row of :class:`~sim.dataplanes.tree_tables.TreeTables`.
+    targets : ndarray
+        Node numbers of the receivers (the first ``n_receivers``), then of the
+        stable subscribers.
+    start, nb, hop, stop : ndarray
+        :class:`EdgeTable`'s arrays.
+    mark, touched, out : ndarray
+        Work buffers (``out`` at least twice as long as ``mark``); ``mark`` is
+        all zeros on entry and on return.
+
+    Returns
+    -------
+    status : int
+        :data:`OK`, or :data:`UNREACHABLE` (a target the root's row does not
+        reach; nothing else is valid).
+    n_stops, n_hops : int
+        ``out[:n_stops]`` are the stop labels, ``out[half:half + n_hops]`` the
+        hop labels (``half = len(mark)``).
+    used : int
+        1 if T' and D share an edge (the header carries the tree label).
+    """
+    # mark D's positions (bit 1) and T''s (bit 2): each target and its ancestors
+    mark[0] = 1  # the root (position 0) is in D
+    touched[0] = 0
+    count = 1
+    for i in range(targets.shape[0]):
+        x = targets[i]
+        bit = 1 if i < n_receivers else 2
+        p = pos_of[x]
+        if node[p] != x:
+            for j in range(count):
+                mark[touched[j]] = 0
+            return UNREACHABLE, 0, 0, 0
+        while p >= 0 and not mark[p] & bit:
+            if mark[p] == 0:
+                touched[count] = p
+                count += 1
+            mark[p] |= bit
+            p = parent[p]
+    seen = touched[:count]
+    seen.sort()  # preorder: the subtrees' preorders are the spanning tree's, restricted
+    used = 0
+    for i in range(1, count):
+        if mark[seen[i]] == 3:
+            used = 1
+            break
+    half = mark.shape[0]
+    n_stops = n_hops = 0
+    for i in range(1, count):
+        p = seen[i]
+        m = mark[p]
+        up = parent[p]
+        if m == 1:  # a D edge outside T'
+            labels = hop
+        elif m == 2 and used and mark[up] & 1:  # a T' edge hanging off D
+            labels = stop
+        else:
+            continue
+        u, v = node[up], node[p]
+        label = -1
+        for e in range(start[u], start[u + 1]):
+            if nb[e] == v:
+                label = labels[e]
+                break
+        if m == 1:
+            out[half + n_hops] = label
+            n_hops += 1
+        else:
+            out[n_stops] = label
+            n_stops += 1
+    for i in range(count):
+        mark[seen[i]] = 0
+    return OK, n_stops, n_hops, used
+
+
+def kernel() -> Callable[..., Any]:
+    """:func:`hybrid_labels`, compiled where numba is installed (and not disabled)."""
+    return compiled("hybrid_kernel.hybrid_labels", hybrid_labels) or hybrid_labels
+
+
+def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
+                  stable: np.ndarray, run: Callable[..., Any] | None = None
+                  ) -> tuple[list[int], bool] | None:
+    """The stop and hop labels of one notification and whether T' and D share an edge
+    (its tree label then leads the header), or None where the definition must run
+    (a label that does not fit the format, a node the root does not reach).
+
+    ``receivers`` and ``stable``: node numbers (:attr:`EdgeTable.gid`) of hosts; ``run``:
+    the kernel (default :func:`kernel`; tests pass :func:`hybrid_labels` too).
+    """
+    if not edges.valid:
+        return None
+    r = rows.gid[root]
+    k = int(rows.slot_of[r])
+    if k < 0:
+        k = int(rows.ensure(np.array([r], np.int64))[0])
+    status, n_stops, n_hops, used = (run or kernel())(
+        rows.node[k], rows.parent[k], rows.pos_of[k], np.concatenate((receivers, stable)),
+        len(receivers), edges.start, edges.nb, edges.hop, edges.stop, edges.mark,
+        edges.touched, edges.out)
+    if status != OK:
+        return None
+    out, half = edges.out, len(edges.mark)
+    return out[:n_stops].tolist() + out[half:half + n_hops].tolist(), bool(used)

@@ -1,0 +1,129 @@
+"""``hybrid``'s compiled header labels against the definition (``hybrid_stacks``).
+
+:func:`strategies.virtual_tree.hybrid_kernel.header_labels` (compiled and
+interpreted) must give the labels of
+:func:`strategies.virtual_tree.hybrid.hybrid_stacks` on random topologies (one
+or two hosts per switch), publishers, receivers and stable sets (inside or
+outside the receivers), and ``Hybrid.encode`` the same packets with the kernel
+as with the definition alone, split packets included; where it cannot answer
+(labels that do not fit, a node the root's row does not reach) it says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.random_topologies import random_topology
+
+from sim.dataplanes.packet import Notification, payload_for
+from sim.dataplanes.tree_tables import TreeTables
+from sim.dataplanes.virtual_tree.codec import LabelFormat
+from sim.dataplanes.virtual_tree.reference import tree_label
+from strategies.base import Knowledge, make_strategy
+from strategies.virtual_tree.hybrid import Hybrid, hybrid_stacks
+from strategies.virtual_tree.hybrid_kernel import (
+    OK,
+    UNREACHABLE,
+    EdgeTable,
+    header_labels,
+    hybrid_labels,
+    kernel,
+)
+
+FMT = LabelFormat()
+IMPLS = {"python": hybrid_labels, "kernel": kernel()}
+
+
+@st.composite
+def cases(draw, max_switches=14):
+    n = draw(st.integers(1, max_switches))
+    topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
+                           draw(st.sampled_from([1, 2])))
+    pub = draw(st.sampled_from(topo.hosts))
+    others = [h for h in topo.hosts if h != pub]
+    recv = frozenset(draw(st.sets(st.sampled_from(others), max_size=len(others)))) if others \
+        else frozenset()
+    inside = draw(st.booleans())
+    pool = sorted(recv) if inside else others
+    stable = frozenset(draw(st.sets(st.sampled_from(pool), max_size=len(pool)))) if pool \
+        else frozenset()
+    return topo, pub, recv, stable
+
+
+def nodes(edges, hosts):
+    return np.array([edges.gid[h] for h in sorted(hosts)], np.int64)
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+@settings(max_examples=150, deadline=None)
+@given(cases(), st.integers(1, 40))
+def test_labels_equal_the_definition(impl, case, tree_id):
+    topo, pub, recv, stable = case
+    edges = EdgeTable(topo, FMT)
+    rows = TreeTables(topo, slots=2)  # few slots: roots take each other's rows
+    want, _ = hybrid_stacks(topo, FMT, pub, recv, stable, tree_id)
+    for _ in range(2):  # again on the same buffers (the marks are reset)
+        got = header_labels(rows, edges, topo.host_switch(pub), nodes(edges, recv),
+                            nodes(edges, stable), IMPLS[impl])
+        assert got is not None
+        rest, used = got
+        assert ([tree_label(FMT, tree_id)] if used else []) + rest == want
+    assert not edges.mark.any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases(max_switches=10), st.sampled_from([60, 70, 90, 1500]), st.sampled_from([16, 64]))
+def test_encode_equals_the_definition_alone(case, mtu, label_bits):
+    topo, pub, recv, stable = case
+    params = {"mtu_bytes": mtu, "on_oversize": "split", "label_bits": label_bits}
+    note = Notification(0, pub)
+    payload = payload_for(note, 10)
+
+    def encode():
+        strategy = make_strategy("hybrid", params)  # fresh caches
+        state = strategy.install(topo, Knowledge(stable={pub: stable}))
+        try:
+            return strategy.encode(topo, state, note, recv, payload)
+        except Exception as exc:  # noqa: BLE001 - both must raise the same
+            return type(exc).__name__
+
+    fast = encode()
+    original = Hybrid._kernel_labels
+    Hybrid._kernel_labels = lambda *a, **k: None  # type: ignore[method-assign]
+    try:
+        assert encode() == fast
+    finally:
+        Hybrid._kernel_labels = original  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_an_unreachable_node_is_left_to_the_definition(impl):
+    # a row whose root (node 0) reaches node 1 only: nodes 2 and 3 keep position 0
+    # (topologies are connected; a row filled only as far as its root reaches looks so)
+    node, parent, pos_of = (np.array(a, np.int32) for a in ([0, 1], [-1, 0], [0, 1, 0, 0]))
+    start, nb = np.array([0, 1, 2, 2, 2]), np.array([1, 0])
+    labels = np.array([7, 7])
+    mark, touched, out = np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(8, np.int64)
+
+    def run(recv, stable):
+        got = IMPLS[impl](node, parent, pos_of, np.array(recv + stable, np.int64), len(recv),
+                          start, nb, labels, labels, mark, touched, out)
+        assert not mark.any()
+        return got
+
+    assert run([1, 2], [])[0] == UNREACHABLE
+    assert run([1], [3])[0] == UNREACHABLE
+    assert run([1], []) == (OK, 0, 1, 0)
+    assert out[4] == 7  # the hop labels start half-way
+
+
+def test_labels_that_do_not_fit_are_left_to_the_definition():
+    topo = random_topology(12, 8, seed=3)
+    narrow = LabelFormat(label_bits=8, type_bits=5)  # edge ids up to 7
+    edges = EdgeTable(topo, narrow)
+    assert not edges.valid
+    assert header_labels(TreeTables(topo), edges, "s1", nodes(edges, {"h2"}),
+                         nodes(edges, set())) is None
+    assert EdgeTable(topo, FMT).valid
