@@ -11,11 +11,16 @@ Distribution
     cells (:func:`affinity`: e.g. the churn levels of one seed, topology and
     strategy), which then run one after the other in one task and reuse the
     worker process's caches (population plans, virtual-tree installs, table
-    lookups). There are ``PARTITIONS_PER_SLOT`` x ``defaultParallelism``
-    partitions (at least one per ``MAX_CELLS_PER_PARTITION`` cells, at most
-    one per cell); each partition is one element of
-    ``sc.parallelize(partitions, numSlices=len(partitions))``, i.e. one task,
-    and runs with ``mapPartitions``.
+    lookups); a group is split only when it exceeds its share of
+    ``GROUP_SHARES_PER_SLOT`` x ``defaultParallelism`` equal parts of the
+    spec (:func:`group_cap`), so a small spec still spreads over every slot.
+    There are ``TASKS_PER_SLOT`` x ``defaultParallelism`` partitions (at least
+    one per ``MAX_CELLS_PER_PARTITION`` cells, at most one per group): many
+    short tasks, handed to the slots heaviest first (Spark launches a stage's
+    tasks in partition order), so the slots finish together instead of one
+    idling while the other runs the last long task. Each partition is one
+    element of ``sc.parallelize(partitions, numSlices=len(partitions))``,
+    i.e. one task, and runs with ``mapPartitions``.
 
 Output and exactly-once rows
     Each task runs its cells with :func:`experiments.cells.pipeline.run_cell` (the
@@ -92,7 +97,11 @@ from sim.workloads.receivers import step_model_names
 
 log = logging.getLogger(__name__)
 
-PARTITIONS_PER_SLOT = 3
+#: Tasks per task slot: the last tasks of a run are short, so the slots finish together.
+TASKS_PER_SLOT = 8
+#: A group of related cells is split only beyond ``1 / (GROUP_SHARES_PER_SLOT x slots)``
+#: of the cells (:func:`group_cap`).
+GROUP_SHARES_PER_SLOT = 3
 MAX_CELLS_PER_PARTITION = 64
 
 #: Runs one cell and writes its file; returns the number of rows written.
@@ -155,7 +164,8 @@ def _workload_seed(cell: Cell) -> int:
         return cell.workload_seed
 
 
-def balance(cells: Sequence[Cell], partitions: int) -> list[list[Cell]]:
+def balance(cells: Sequence[Cell], partitions: int,
+            max_group: int | None = None) -> list[list[Cell]]:
     """Greedy LPT over groups of related cells, each into the lightest partition.
 
     A group is the cells with the same :func:`affinity` (e.g. the churn levels
@@ -163,37 +173,49 @@ def balance(cells: Sequence[Cell], partitions: int) -> list[list[Cell]]:
     one task and reuse the worker's caches; groups are placed by decreasing
     cost (sum of :meth:`Cell.cost`), each into the currently lightest
     partition, and a partition runs its groups ordered by workload, then
-    strategy. Deterministic (ties broken by key and partition index); empty
+    strategy. The partitions are returned heaviest first (Spark hands a
+    stage's tasks to free slots in partition order: longest processing time
+    first). Deterministic (ties broken by key and partition index); empty
     partitions are dropped, so at most ``min(partitions, len(cells))`` remain.
-    A group holds at most ``ceil(cells / partitions)`` cells (larger ones are
-    split), so a spec with few groups still spreads over every partition.
+    A group holds at most ``max_group`` cells (default ``ceil(cells /
+    partitions)``; larger ones are split), so a spec with few groups still
+    spreads over every slot.
     """
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1; got {partitions}")
     related: dict[tuple[str, ...], list[Cell]] = {}
     for cell in sorted(cells, key=lambda c: (c.receivers, c.cell_id)):
         related.setdefault(affinity(cell), []).append(cell)
-    # a group never holds more than its share of one partition (small specs stay parallel)
-    cap = max(1, math.ceil(len(cells) / partitions))
+    cap = max(1, max_group or math.ceil(len(cells) / partitions))
     groups = {(*key, str(i)): members[i:i + cap]
               for key, members in related.items() for i in range(0, len(members), cap)}
     bins: list[list[tuple[tuple[str, ...], list[Cell]]]] = [
         [] for _ in range(min(partitions, len(groups)))]
+    loads = [0.0] * len(bins)
     heap = [(0.0, i) for i in range(len(bins))]
     for key, group in sorted(groups.items(),
                              key=lambda kv: (-sum(c.cost() for c in kv[1]), kv[0])):
         load, i = heapq.heappop(heap)
         bins[i].append((key, group))
-        heapq.heappush(heap, (load + sum(c.cost() for c in group), i))
-    return [[c for _, group in sorted(b, key=lambda kv: kv[0]) for c in group]
-            for b in bins if b]
+        loads[i] = load + sum(c.cost() for c in group)
+        heapq.heappush(heap, (loads[i], i))
+    order = sorted(range(len(bins)), key=lambda i: (-loads[i], i))
+    return [[c for _, group in sorted(bins[i], key=lambda kv: kv[0]) for c in group]
+            for i in order if bins[i]]
 
 
 def partition_count(cells: int, parallelism: int) -> int:
     """How many partitions to cut ``cells`` cells into for ``parallelism`` task slots."""
-    wanted = max(PARTITIONS_PER_SLOT * max(1, parallelism),
+    wanted = max(TASKS_PER_SLOT * max(1, parallelism),
                  math.ceil(cells / MAX_CELLS_PER_PARTITION))
     return max(1, min(cells, wanted))
+
+
+def group_cap(cells: int, parallelism: int) -> int:
+    """The most cells a group of related cells keeps in one task (larger ones are split):
+    its share of ``GROUP_SHARES_PER_SLOT`` parts per slot, at most ``MAX_CELLS_PER_PARTITION``."""
+    share = math.ceil(cells / (GROUP_SHARES_PER_SLOT * max(1, parallelism)))
+    return max(1, min(MAX_CELLS_PER_PARTITION, share))
 
 
 # -- the task -----------------------------------------------------------------------
@@ -363,7 +385,8 @@ def run_spark(spec: CellSource, out: str | Path, resume: bool = False,
 def _run_cells(spark: Any, todo: list[Cell], root: Path, prov: Provenance,
                around: CellWrapper | None, bar: Any, name: str) -> None:
     sc = spark.sparkContext
-    parts = balance(todo, partition_count(len(todo), sc.defaultParallelism))
+    slots = sc.defaultParallelism
+    parts = balance(todo, partition_count(len(todo), slots), group_cap(len(todo), slots))
     log.info("%d cells in %d partitions (costs %s)", len(todo), len(parts),
              [round(sum(c.cost() for c in p)) for p in parts])
     bar.set_description(name)

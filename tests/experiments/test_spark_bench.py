@@ -29,8 +29,12 @@ def test_bench_reports_overhead_and_speedup(tmp_path: Path) -> None:
     assert result["speedup"]["local1_s"] > 0 and result["speedup"]["local2_s"] > 0
     assert result["speedup"]["ratio"] == pytest.approx(
         result["speedup"]["local1_s"] / result["speedup"]["local2_s"])
+    s = result["speedup"]
+    assert len(s["efficiency_runs"]) == len(s["pool1_runs_s"]) == len(s["pool2_runs_s"]) == 1
+    assert s["efficiency"] == pytest.approx(
+        (s["local1_s"] / s["pool1_runs_s"][0]) / (s["local2_s"] / s["pool2_runs_s"][0]))
     text = format_bench(result)
-    assert "ms/cell" in text and "speed-up" in text
+    assert "ms/cell" in text and "speed-up" in text and "efficiency" in text
 
 
 def test_bench_cli_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,6 +38,7 @@ from experiments.runners.spark import (  # noqa: E402  (after the skips)
     FileProgress,
     aggregate_spark,
     balance,
+    group_cap,
     partition_count,
     read_results_spark,
     run_spark,
@@ -117,10 +118,29 @@ def test_balance_never_makes_empty_partitions() -> None:
 
 def test_partition_count() -> None:
     assert partition_count(1, 8) == 1
-    assert partition_count(100, 2) == 6  # 3 x 2 beats ceil(100 / 64)
-    assert partition_count(1000, 2) == 16  # ceil(1000 / 64) beats 3 x 2
-    assert partition_count(30, 4) == 12
+    assert partition_count(100, 2) == 16  # 8 x 2 beats ceil(100 / 64)
+    assert partition_count(1000, 2) == 16
+    assert partition_count(1100, 2) == 18  # ceil(1100 / 64) beats 8 x 2
+    assert partition_count(30, 4) == 30  # at most one per cell
     assert partition_count(10_000, 2) == 157
+    assert group_cap(12, 2) == 2 and group_cap(132, 2) == 22 and group_cap(5, 8) == 1
+    assert group_cap(24_750, 2) == 64  # MAX_CELLS_PER_PARTITION
+
+
+def test_small_spec_is_one_task_per_cell_heaviest_first() -> None:
+    """12 cells on 2 slots: 12 tasks of one cell, as a process pool hands them out,
+    the heaviest first (Spark launches a stage's tasks in partition order)."""
+    cells = ([_cell("jellyfish:switches=64,degree=4,seed=1", s) for s in range(10)]
+             + [_cell("jellyfish:switches=64,degree=4,seed=1", s, 30) for s in range(10, 12)])
+    parts = balance(cells, partition_count(12, 2), group_cap(12, 2))
+    assert [len(p) for p in parts] == [1] * 12
+    loads = [sum(c.cost() for c in p) for p in parts]
+    assert loads == sorted(loads, reverse=True) and loads[0] > loads[-1]
+    assert sorted(c.cell_id for p in parts for c in p) == sorted(c.cell_id for c in cells)
+    # LPT over fewer partitions than cells: the third partition ends heaviest, runs first
+    mixed = [_cell("jellyfish:switches=64,degree=4,seed=1", s, n)
+             for s, n in enumerate((50, 40, 30, 30))]
+    assert [[c.notifications for c in p] for p in balance(mixed, 3)] == [[30, 30], [50], [40]]
 
 
 def test_each_partition_is_one_task(spark: Any) -> None:
@@ -343,3 +363,12 @@ def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
     # a small spec is still spread: groups are split to at most their share
     few = [c for c in cells if c.seed == 1 and c.strategy == "vt-clusters"]
     assert len(balance(few, 6)) == 6
+    # the runner's many small tasks keep the groups whole (group_cap, not the
+    # partition count, bounds a group) and come heaviest first
+    slots = 2
+    parts = balance(cells, partition_count(len(cells), slots), group_cap(len(cells), slots))
+    assert len(parts) == 12  # one task per group: fewer groups than 8 x 2 partitions
+    assert all(len({(c.strategy, c.seed) for c in p}) == 1 and len(p) == len(levels)
+               for p in parts)
+    loads = [sum(c.cost() for c in p) for p in parts]
+    assert loads == sorted(loads, reverse=True)
