@@ -45,6 +45,7 @@ from sim.dataplanes.seeds import child_rng
 from sim.engines.gc_thresholds import RUN_GC_THRESHOLDS, rare_gc  # noqa: F401 (re-exported)
 from sim.engines.static import BrokerHost
 from sim.engines.timed.config import TimedConfig, Workload
+from sim.engines.timed.loop import TimedEnvironment
 from sim.engines.timed.metrics import TimeWeighted
 from sim.engines.timed.switch import EgressPort, EngineError, FifoServer, Frame, SwitchNode
 from strategies.base import Encoding, Strategy
@@ -324,7 +325,7 @@ class TimedEngine:
                  trace: bool = False, max_frames: int | None = None) -> None:
         if payload_bytes < 0:
             raise ValueError(f"payload_bytes must be >= 0; got {payload_bytes}")
-        self.env = simpy.Environment()
+        self.env = TimedEnvironment()
         self.topology = topology
         self.strategy = strategy
         self.config = config
