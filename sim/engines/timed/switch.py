@@ -373,6 +373,9 @@ class Pipeline(FifoServer):
         copies."""
         q = self.queue
         now = self.env._now
+        rec = self.switch.recorder
+        if rec.live is not None:  # streaming: the pass's children and copies replace it
+            rec.spawned(pkt.frame[1], len(children) + len(copies) - 1)
         if len(children) == 1 and self._reenter and len(q) < self._room:
             q.append((pkt, children[0]))  # the queue is as long as before (see _finish)
         else:
@@ -516,6 +519,8 @@ class SwitchNode:
         if j:
             self.recorder.recirculated(self.name)
         children = plan.children[j]
+        if self.recorder.live is not None:  # streaming (see Pipeline._branch)
+            self.recorder.spawned(pkt.frame[1], len(children) + len(plan.emits[j]) - 1)
         if children:
             if self.recirc or self.timed.pass_delay_s > 0:
                 self.recirculate(pkt, children)
