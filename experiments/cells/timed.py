@@ -40,6 +40,7 @@ import pyarrow as pa
 from experiments.cells.rows import identity_columns, notification_row
 from experiments.cells.schema import TIMED_ROWS
 from experiments.cells.spec import Cell
+from experiments.cells.timed_summary import RowSummary, RunTotals
 from experiments.cells.workload import cell_workload, draw_notifications
 from sim.dataplanes.caches import Caches, or_fresh
 from sim.dataplanes.control_state import ControlState
@@ -84,6 +85,14 @@ def simulate_cell(cell: Cell, trace: bool = False, caches: Caches | None = None
     """Build and run the cell's network; returns the engine, its result and controller
     (``trace``: record the exact event trace; ``caches``: the runner's
     :class:`~sim.dataplanes.caches.Caches`, default a fresh one)."""
+    engine, controller = build_cell(cell, trace, caches)
+    return engine, engine.run(), controller
+
+
+def build_cell(cell: Cell, trace: bool = False, caches: Caches | None = None
+               ) -> tuple[TimedEngine, Controller | None]:
+    """The cell's network with its workload (and churn) started, not run yet
+    (see :func:`simulate_cell`)."""
     settings = cell_settings(cell)
     wl = settings.workload
     links = make_params(LinkDefaults, dict(cell.links), "links")
@@ -134,7 +143,7 @@ def simulate_cell(cell: Cell, trace: bool = False, caches: Caches | None = None
                      else (wl.notifications or 0) / (wl.rate_hz * max(len(pubs), 1)))
             controller.start(until)
         engine.start_workload(wl, pubs, seed)
-    return engine, engine.run(), controller
+    return engine, controller
 
 
 def _nan_to(v: float, default: float = math.nan) -> float:
@@ -149,37 +158,79 @@ def run_timed_cell(cell: Cell, caches: Caches | None = None) -> pa.Table:
 def timed_cell_rows(cell: Cell, caches: Caches | None = None) -> list[dict[str, Any]]:
     """The rows of a timed cell as plain dicts (column order of :data:`TIMED_ROWS`):
     :func:`experiments.cells.rows.notification_row` per notification, then
-    :func:`_timed_columns` and the run-level columns (:func:`_run_level`)."""
-    engine, result, ctl = simulate_cell(cell, caches=caches)
-    delays = make_params(DelayModel, dict(cell.delays), "delays")
-    notes = [result.notes[k] for k in sorted(result.notes)]
-    run_level = _run_level(engine, result, ctl, notes)
-    timed_json = canonical_json(settings_canonical(cell_settings(cell)))
-    identity = identity_columns(cell)
-    analytic: dict[tuple[Any, ...], tuple[float, ExtraMetrics]] = {}
-    rows = []
+    :func:`_timed_columns` and the run-level columns (:func:`_run_level`).
+
+    With ``[timed] records = "summary"`` the engine hands each notification over
+    as it finishes and the cell keeps only running totals: one row
+    (:mod:`experiments.cells.timed_summary`)."""
+    engine, ctl = build_cell(cell, caches=caches)
+    rows = _NoteRows(cell, engine, ctl)
+    totals = RunTotals()
+    if cell_settings(cell).workload.records == "summary":
+        summary = RowSummary()
+
+        def finished(note: NoteRecord) -> None:  # control_writes: summed at the end
+            row, exposed, mis = rows.row(note, 0)
+            totals.add(note, exposed, mis)
+            summary.add(row)
+
+        engine.stream(finished)
+        result = engine.run()
+        last = totals.span if totals.notifications else -math.inf
+        writes = 0 if ctl is None else sum(u.writes for u in ctl.updates
+                                           if not u.rejected and u.t_end <= last)
+        return summary.rows({**_run_level(engine, result, ctl, totals),
+                             "control_writes": writes})
+    result = engine.run()
+    out = []
     t_prev = -math.inf
-    for note in notes:
-        key = (note.publisher, note.encoded_for, id(note.view_state), note.notification.event)
-        if key not in analytic:  # the static engine on the state the publisher encoded with
-            static_note = Notification(0, note.publisher, event=note.notification.event)
-            d = run_notification(engine.topology, engine.strategy, note.view_state,
-                                 static_note, note.encoded_for, engine.payload, delays)
-            analytic[key] = (d.delay_worst_s * 1e3,
-                             engine.strategy.extra_metrics(engine.topology, note.view_state,
-                                                           static_note, note.encoded_for, d))
+    for k in sorted(result.notes):
+        note = result.notes[k]
         writes = 0 if ctl is None else sum(u.writes for u in ctl.updates
                                            if not u.rejected and t_prev < u.t_end <= note.t_pub)
         t_prev = note.t_pub
+        row, exposed, mis = rows.row(note, writes)
+        totals.add(note, exposed, mis)
+        out.append(row)
+    run_level = _run_level(engine, result, ctl, totals)
+    for row in out:
+        row.update(run_level)
+    return out
+
+
+class _NoteRows:
+    """The row of one notification without the run-level columns (the static engine's
+    analytic delay and extra metrics cached per encoding)."""
+
+    def __init__(self, cell: Cell, engine: TimedEngine, ctl: Controller | None) -> None:
+        self.engine, self.ctl = engine, ctl
+        self.delays = make_params(DelayModel, dict(cell.delays), "delays")
+        self.timed_json = canonical_json(settings_canonical(cell_settings(cell)))
+        self.identity = identity_columns(cell)
+        self.analytic: dict[tuple[Any, ...], tuple[float, ExtraMetrics]] = {}
+
+    def row(self, note: NoteRecord, writes: int) -> tuple[dict[str, Any], bool, Any]:
+        """(row, exposed, misdeliveries or None) of ``note``; ``writes``: its
+        control_writes."""
+        engine, ctl = self.engine, self.ctl
+        key = (note.publisher, note.encoded_for, id(note.view_state), note.notification.event)
+        if key not in self.analytic:  # the static engine on the state the publisher encoded with
+            static_note = Notification(0, note.publisher, event=note.notification.event)
+            d = run_notification(engine.topology, engine.strategy, note.view_state,
+                                 static_note, note.encoded_for, engine.payload, self.delays)
+            self.analytic[key] = (d.delay_worst_s * 1e3,
+                                  engine.strategy.extra_metrics(engine.topology, note.view_state,
+                                                                static_note, note.encoded_for, d))
+        delay_ms, extra = self.analytic[key]
         row = notification_row(
-            identity, run=note.nid, publisher=note.publisher, receivers=len(note.receivers),
+            self.identity, run=note.nid, publisher=note.publisher, receivers=len(note.receivers),
             metrics=_note_metrics(note), state_entries=note.view_state.entries,
             multicast_groups=note.view_state.multicast_groups, control_writes=writes,
-            extra=analytic[key][1])
-        row.update(_timed_columns(note, ctl, timed_json, analytic[key][0]))
-        row.update(run_level)
-        rows.append(row)
-    return rows
+            extra=extra)
+        exposed = ctl is not None and ctl.exposed(note)
+        mis = ctl.misdelivery(note) if exposed and ctl is not None else None
+        row.update(_timed_columns(note, exposed, mis, self.timed_json, delay_ms))
+        return row, exposed, mis
 
 
 def _note_metrics(note: NoteRecord) -> dict[str, Any]:
@@ -197,11 +248,9 @@ def _note_metrics(note: NoteRecord) -> dict[str, Any]:
     }
 
 
-def _timed_columns(note: NoteRecord, ctl: Controller | None, timed_json: str,
+def _timed_columns(note: NoteRecord, exposed: bool, mis: Any, timed_json: str,
                    analytic_delay_ms: float) -> dict[str, Any]:
     """The per-notification timed columns of :data:`TIMED_ROWS` (after the static ones)."""
-    exposed = ctl is not None and ctl.exposed(note)
-    mis = ctl.misdelivery(note) if exposed and ctl is not None else None
     return {
         "timed": timed_json, "publish_s": note.t_pub,
         "latency_first_ms": note.latency_first_s * 1e3,
@@ -215,14 +264,11 @@ def _timed_columns(note: NoteRecord, ctl: Controller | None, timed_json: str,
 
 
 def _run_level(engine: TimedEngine, result: TimedResult, ctl: Controller | None,
-               notes: list[NoteRecord]) -> dict[str, Any]:
+               totals: RunTotals) -> dict[str, Any]:
     rec = result.recorder
     t_end = result.t_end
-    span = max((n.t_pub for n in notes), default=0.0)
-    intended = sum(len(n.receivers) for n in notes)
-    got = sum(sum(1 for h in n.receivers if h in n.first) for n in notes)
-    t_last = max((t for n in notes for t in n.first.values()), default=0.0)
-    lat = [n.latency_last_s * 1e3 for n in notes if n.receivers and n.first]
+    span, intended, got, t_last = totals.span, totals.intended, totals.got, totals.t_last
+    lat = totals.latencies_ms
     drops: dict[str, int] = {}
     sites: dict[str, int] = {}
     for (where, node, detail), n in rec.drops.items():
@@ -234,12 +280,10 @@ def _run_level(engine: TimedEngine, result: TimedResult, ctl: Controller | None,
     changes = ctl.changes if ctl else []
     conv = [c.convergence_s * 1e3 for c in changes if c.convergence_s is not None]
     writes = sum(u.writes for u in ctl.updates if not u.rejected) if ctl else 0
-    exposed = [n for n in notes if ctl is not None and ctl.exposed(n)]
-    mis = [ctl.misdelivery(n) for n in exposed] if ctl else []
     occupancy = ctl.occupancy.report(t_end) if ctl else {}
     return {
-        "cell_sim_time_s": t_end, "cell_notifications": len(notes),
-        "cell_offered_load_hz": len(notes) / span if span > 0 else 0.0,
+        "cell_sim_time_s": t_end, "cell_notifications": totals.notifications,
+        "cell_offered_load_hz": totals.notifications / span if span > 0 else 0.0,
         "cell_deliveries_per_s": got / t_last if t_last > 0 else 0.0,
         "cell_delivery_ratio": got / intended if intended else 1.0,
         "cell_latency_p50_ms": _nan_to(percentile(lat, 50)),
@@ -263,9 +307,9 @@ def _run_level(engine: TimedEngine, result: TimedResult, ctl: Controller | None,
         "cell_writes_per_change": writes / len(changes) if changes else 0.0,
         "cell_convergence_mean_ms": float(np.mean(conv)) if conv else 0.0,
         "cell_convergence_max_ms": max(conv, default=0.0),
-        "cell_exposed": len(exposed),
-        "cell_misdeliveries": sum(m.misdeliveries for m in mis),
-        "cell_stale_false_negatives": sum(m.stale_false_negatives for m in mis),
+        "cell_exposed": totals.exposed,
+        "cell_misdeliveries": totals.misdeliveries,
+        "cell_stale_false_negatives": totals.stale_false_negatives,
         "cell_overflow_updates": sum(1 for u in ctl.updates if u.overflow) if ctl else 0,
         "cell_occupancy": json.dumps(occupancy, sort_keys=True),
         "cell_events": result.events,

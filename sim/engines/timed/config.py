@@ -38,6 +38,7 @@ UpdateOrder = Literal["make-before-break", "simultaneous"]
 OverflowPolicy = Literal["reject", "allow"]
 Arrival = Literal["periodic", "poisson"]
 ReceiversMode = Literal["per-publisher", "per-notification"]
+Records = Literal["notifications", "summary"]
 
 #: Seed 004's linear model: 6.4 µs for one entry plus ~1.12 µs per extra entry.
 SEED004_LOOKUP_S = 6.4e-6
@@ -228,6 +229,12 @@ class Workload:
     notifications : int or None
         Cap on notifications in all (None = no cap; then ``duration_s`` is
         required).
+    records : {"notifications", "summary"}
+        One row per notification, from a record of each kept to the end of the
+        run (default); or one row per cell, its per-notification columns
+        aggregated as the notifications finish, their records then dropped
+        (:mod:`experiments.cells.timed_summary`: a long loaded run holds only the
+        notifications in flight).
     """
 
     rate_hz: float = 100.0
@@ -236,9 +243,11 @@ class Workload:
     receivers: ReceiversMode = "per-publisher"
     duration_s: float | None = None
     notifications: int | None = None
+    records: Records = "notifications"
 
     def __post_init__(self) -> None:
         check(self.rate_hz > 0, f"rate_hz must be > 0; got {self.rate_hz!r}")
+        _literal(self, "records", ("notifications", "summary"))
         _literal(self, "arrival", ("periodic", "poisson"))
         _literal(self, "receivers", ("per-publisher", "per-notification"))
         check(self.publishers >= 0, f"publishers must be >= 0; got {self.publishers!r}")
@@ -370,7 +379,7 @@ def timed_settings(raw: Mapping[str, Any], where: str = "[timed]",
 
 #: Fields added after results were published: in the canonical dict only when
 #: set, so the rows of runs that do not use them stay as they were.
-_OMITTED_AT_DEFAULT = frozenset({"pass_delay_s"})
+_OMITTED_AT_DEFAULT = frozenset({"pass_delay_s", "records"})
 
 
 def settings_canonical(settings: TimedSettings) -> dict[str, Any]:

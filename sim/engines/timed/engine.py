@@ -45,6 +45,7 @@ from sim.dataplanes.seeds import child_rng
 from sim.engines.gc_thresholds import RUN_GC_THRESHOLDS, rare_gc  # noqa: F401 (re-exported)
 from sim.engines.static import BrokerHost
 from sim.engines.timed.config import TimedConfig, Workload
+from sim.engines.timed.loop import TimedEnvironment
 from sim.engines.timed.metrics import TimeWeighted
 from sim.engines.timed.switch import EgressPort, EngineError, FifoServer, Frame, SwitchNode
 from strategies.base import Encoding, Strategy
@@ -125,7 +126,16 @@ class NoteRecord(DeliveryCounts):
 
 
 class Recorder:
-    """Counts, times and (optionally) the exact event trace of a run."""
+    """Counts, times and (optionally) the exact event trace of a run.
+
+    Streaming (:meth:`stream`): instead of keeping every :class:`NoteRecord` in
+    :attr:`notes` to the end, the recorder counts the frames of each notification
+    still somewhere in the network (on a link, in a queue, in a switch's pending
+    passes, in a timer of a replica or a host's answer) and hands a record to the
+    sink once none is left and simulated time has moved past its last event (so
+    that every table write up to then has landed), then forgets it.
+    :meth:`close` hands over the rest (a run stopped with frames in flight).
+    """
 
     def __init__(self, trace: bool = False, frame_limit: int = 1 << 62,
                  drop_loops: bool = False) -> None:
@@ -142,6 +152,52 @@ class Recorder:
         self._recirc: dict[str, list[int]] = {}
         self.drops: dict[tuple[str, str, Any], int] = {}
         self.hops = 0
+        #: streaming only: notification id -> its frames in the network
+        self.live: dict[int, int] | None = None
+        self._sink: Callable[[NoteRecord], None] = _no_sink
+        self._clock: Callable[[], float] = float
+        self._closing: list[NoteRecord] = []
+        #: streaming only: the most records held at once
+        self.open_peak = 0
+
+    def stream(self, sink: Callable[[NoteRecord], None], clock: Callable[[], float]) -> None:
+        """Hand each finished notification to ``sink`` and forget it (see the class);
+        ``clock``: the simulated time now. Call before anything is published."""
+        if self.notes:
+            raise EngineError("stream() after notifications were published")
+        self.live = {}
+        self._sink = sink
+        self._clock = clock
+
+    def spawned(self, nid: int, frames: int) -> None:
+        """Streaming: ``frames`` more (or fewer, when negative) frames of ``nid`` are in
+        the network; the notification finishes when none is left."""
+        live = self.live
+        if live is None:
+            return
+        left = live[nid] + frames
+        if left:
+            live[nid] = left
+            return
+        del live[nid]
+        self._closing.append(self.notes.pop(nid))
+        now = self._clock()
+        if any(n.t_last < now for n in self._closing):
+            ready = [n for n in self._closing if n.t_last < now]
+            self._closing = [n for n in self._closing if n.t_last >= now]
+            for note in ready:
+                self._sink(note)
+
+    def close(self) -> None:
+        """Streaming: hand every record still held to the sink (in id order)."""
+        if self.live is None:
+            return
+        rest = sorted(self._closing + list(self.notes.values()), key=lambda n: n.nid)
+        self._closing = []
+        self.notes.clear()
+        self.live.clear()
+        for note in rest:
+            self._sink(note)
 
     def event(self, *fields: Any) -> None:
         if self.trace is not None:
@@ -150,6 +206,11 @@ class Recorder:
     def publish(self, t: float, note: NoteRecord) -> None:
         self.notes[note.nid] = note
         note.t_last = t
+        if self.live is not None:
+            self.live[note.nid] = note.packets
+            if not note.packets:
+                self.spawned(note.nid, 0)
+            self.open_peak = max(self.open_peak, len(self.notes) + len(self._closing))
         if self.trace is not None:
             self.trace.append((t, "publish", note.nid, note.publisher, note.packets))
 
@@ -186,6 +247,8 @@ class Recorder:
         note.t_last = t
         if self.trace is not None:
             self.trace.append((t, "drop", where, node, detail, nid))
+        if self.live is not None:  # the dropped frame (or pending pass) is gone
+            self.spawned(nid, -1)
 
     def processed(self, switch: str, result: PipelineResult, nid: int) -> None:
         c = self.switches.get(switch)
@@ -238,6 +301,7 @@ class HostNode:
         eng.recorder.deliver(eng.env.now, self.name, nid)
         action = eng.strategy.host_receive(eng.topology, self.name, packet,
                                            eng.recorder.notes[nid].notification)
+        eng.recorder.spawned(nid, len(action.send) - 1)  # answers replace the frame
         for reply, delay in action.send:
             eng.env.timeout(delay).callbacks.append(self._sender((reply, nid, hops)))
 
@@ -271,9 +335,10 @@ class BrokerNode(FifoServer):
         eng = self.engine
         packet, nid, hops = item
         note = eng.recorder.notes[nid]
-        replies = eng.strategy.broker_receive(  # type: ignore[attr-defined]
+        replies = list(eng.strategy.broker_receive(  # type: ignore[attr-defined]
             eng.topology, note.view_state, self.switch, packet, note.notification,
-            note.encoded_for)
+            note.encoded_for))
+        eng.recorder.spawned(nid, len(replies) - 1)  # answers replace the frame
         for reply in replies:
             self.nic.send((reply, nid, hops))  # type: ignore[union-attr]
 
@@ -324,7 +389,7 @@ class TimedEngine:
                  trace: bool = False, max_frames: int | None = None) -> None:
         if payload_bytes < 0:
             raise ValueError(f"payload_bytes must be >= 0; got {payload_bytes}")
-        self.env = simpy.Environment()
+        self.env = TimedEnvironment()
         self.topology = topology
         self.strategy = strategy
         self.config = config
@@ -516,7 +581,14 @@ class TimedEngine:
         """Run until ``until`` (or until nothing is left to happen) and summarize."""
         with rare_gc():
             self.env.run(until=until)
+        if until is None:  # drained: every notification finished
+            self.recorder.close()
         return self.result()
+
+    def stream(self, sink: Callable[[NoteRecord], None]) -> None:
+        """Hand each notification's record to ``sink`` once it finished instead of
+        keeping it in ``result().notes`` (:meth:`Recorder.stream`); before publishing."""
+        self.recorder.stream(sink, lambda: self.env._now)
 
     def queue_servers(self) -> Iterable[tuple[str, FifoServer]]:
         """(kind, server) of every queue: switch egress, host NIC, pipeline, recirc, broker."""
@@ -549,6 +621,10 @@ class TimedEngine:
             q["mean"] /= max(q.pop("n"), 1.0)
         return TimedResult(t_end=t_end, recorder=self.recorder, queues=queues,
                            events=events_scheduled(self.env))
+
+
+def _no_sink(note: NoteRecord) -> None:
+    """The sink of a recorder that keeps its records."""
 
 
 def events_scheduled(env: simpy.Environment) -> int:

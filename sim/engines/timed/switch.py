@@ -52,6 +52,8 @@ from sim.engines.timed.metrics import TimeWeighted
 #: (brokers' and hosts' answers inherit the count; for ``ttl_hops``).
 Frame = tuple[Any, int, int]
 _PLAN_CACHE_LIMIT = 4096
+#: One pass of a :class:`PassPlan`: its children, its copies, its plain child or -1.
+Step = tuple[tuple[int, ...], tuple[Emit, ...], int]
 
 
 class EngineError(RuntimeError):
@@ -68,18 +70,20 @@ class PassPlan:
     ``children[j]``: passes spawned by pass j (they re-enter the pipeline
     when j completes); ``emits[j]``: copies leaving after pass j; ``traced``:
     whether the data plane gave the DAG (else the sequential-chain fallback);
-    ``steps[j]``: ``(children[j], emits[j])``, in one tuple for the engine's
-    hot loop.
+    ``steps[j]``: ``(children[j], emits[j], plain)``, in one tuple for the
+    engine's hot loop, where ``plain`` is the one child of a pass that spawns
+    exactly one pass and sends no copy (a plain recirculation), else -1.
     """
 
     children: tuple[tuple[int, ...], ...]
     emits: tuple[tuple[Emit, ...], ...]
     traced: bool
-    steps: tuple[tuple[tuple[int, ...], tuple[Emit, ...]], ...] = field(init=False, repr=False,
-                                                                         compare=False)
+    steps: tuple[Step, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "steps", tuple(zip(self.children, self.emits, strict=True)))
+        object.__setattr__(self, "steps", tuple(
+            (c, e, c[0] if len(c) == 1 and not e else -1)
+            for c, e in zip(self.children, self.emits, strict=True)))
 
 
 def pass_plan(result: PipelineResult) -> PassPlan:
@@ -303,7 +307,7 @@ class _Packet:
         self.in_port = in_port
         self.pipe = pipe
         self.plan: PassPlan | None = None
-        self.steps: tuple[tuple[tuple[int, ...], tuple[Emit, ...]], ...] = ()  # plan.steps
+        self.steps: tuple[Step, ...] = ()  # plan.steps
         self.service: float = 0.0
 
 
@@ -314,7 +318,7 @@ class Pipeline(FifoServer):
     time; the data-plane model runs when a frame's first pass starts.
     """
 
-    __slots__ = ("switch", "_sw_name", "_recirculated", "_reenter")
+    __slots__ = ("switch", "_sw_name", "_recirculated", "_reenter", "_room")
 
     def __init__(self, env: simpy.Environment, switch: SwitchNode, index: int,
                  buffer: int | None) -> None:
@@ -325,6 +329,9 @@ class Pipeline(FifoServer):
         #: no recirculation ports nor hand-off delay: spawned passes re-enter this
         #: pipeline at once
         self._reenter = switch.timed.recirc_port_bps is None and switch.timed.pass_delay_s == 0
+        #: queue length below which a re-entering pass is not dropped (reenter only)
+        self._room: float = (-1 if not self._reenter else
+                             float("inf") if buffer is None else buffer)
 
     def service(self, item: tuple[_Packet, int]) -> float:
         pkt = item[0]
@@ -340,14 +347,37 @@ class Pipeline(FifoServer):
         # (every pass takes this path): the same effects in the same order
         q = self.queue
         pkt, j = q.popleft()
-        now = self.env._now
-        children, copies = pkt.steps[j]
+        children, copies, plain = pkt.steps[j]
         if j:  # Recorder.recirculated
             self._recirculated[0] += 1
-        if len(children) == 1 and self._reenter and (self.buffer is None or len(q) < self.buffer):
-            # one pass re-enters this pipeline: the queue is as long as before, so the
-            # time-weighted occupancy goes on unchanged (no update needed)
-            q.append((pkt, children[0]))
+        if plain >= 0 and len(q) < self._room:
+            # a plain recirculation re-enters this pipeline: the queue is as long as
+            # before, so the time-weighted occupancy goes on unchanged (no update needed)
+            q.append((pkt, plain))
+        else:
+            self._branch(pkt, children, copies)
+            if not q:
+                self._busy = False
+                return
+        nxt = q[0][0]
+        if nxt.plan is None:
+            self.switch.start(nxt)
+        wake = self._wake
+        wake.callbacks = self._callbacks
+        heappush(self._heap, (self.env._now + nxt.service, NORMAL, next(self._eid), wake))
+
+    def _branch(self, pkt: _Packet, children: tuple[int, ...], copies: tuple[Emit, ...]
+                ) -> None:
+        """The rest of a pass's completion when it is not a plain recirculation that
+        fits: its children (re-entering, dropped or handed to recirculation) and its
+        copies."""
+        q = self.queue
+        now = self.env._now
+        rec = self.switch.recorder
+        if rec.live is not None:  # streaming: the pass's children and copies replace it
+            rec.spawned(pkt.frame[1], len(children) + len(copies) - 1)
+        if len(children) == 1 and self._reenter and len(q) < self._room:
+            q.append((pkt, children[0]))  # the queue is as long as before (see _finish)
         else:
             self._area += self._level * (now - self._t)
             self._t = now
@@ -371,15 +401,6 @@ class Pipeline(FifoServer):
                     self.switch.recirculate(pkt, children)
         if copies:
             self.switch.send_copies(pkt, copies)
-        if q:
-            nxt = q[0][0]
-            if nxt.plan is None:
-                self.switch.start(nxt)
-            wake = self._wake
-            wake.callbacks = self._callbacks
-            heappush(self._heap, (now + nxt.service, NORMAL, next(self._eid), wake))
-        else:
-            self._busy = False
 
 
 class RecircPort(FifoServer):
@@ -498,6 +519,8 @@ class SwitchNode:
         if j:
             self.recorder.recirculated(self.name)
         children = plan.children[j]
+        if self.recorder.live is not None:  # streaming (see Pipeline._branch)
+            self.recorder.spawned(pkt.frame[1], len(children) + len(plan.emits[j]) - 1)
         if children:
             if self.recirc or self.timed.pass_delay_s > 0:
                 self.recirculate(pkt, children)
