@@ -209,7 +209,7 @@ class MigrationPlan:
     def moves(self) -> list[Move]:
         if self._moves is None:
             assert self._args is not None
-            self._moves = _draw_moves(*self._args)
+            self._moves = draw_moves(*self._args)
             self._args = None  # the generator is spent
         return self._moves
 
@@ -409,10 +409,11 @@ def _draw_plan(params: ClusteredParams, topology: Topology, rng: np.random.Gener
                                params.churn, params.rebuild_every)
 
 
-def _draw_moves(hosts: list[str], w_target: np.ndarray, pub_hosts: list[str],
-                subs: list[tuple[int, str, float]], move_rng: np.random.Generator
-                ) -> list[Move]:
-    """The migration plan: one order of all clients, each moved once."""
+def draw_moves_reference(hosts: list[str], w_target: np.ndarray, pub_hosts: list[str],
+                         subs: list[tuple[int, str, float]], move_rng: np.random.Generator
+                         ) -> list[Move]:
+    """The migration plan: one order of all clients, each moved once (the definition;
+    :func:`draw_moves` draws the same plan faster)."""
     clients = [-1 - i for i in range(len(pub_hosts))] + list(range(len(subs)))
     order = move_rng.permutation(len(clients))
     pubs = list(pub_hosts)
@@ -437,6 +438,62 @@ def _draw_moves(hosts: list[str], w_target: np.ndarray, pub_hosts: list[str],
         else:
             cur[c] = pick[0]
         moves.append(Move(c, pick[0]))
+    return moves
+
+
+def draw_moves(hosts: list[str], w_target: np.ndarray, pub_hosts: list[str],
+               subs: list[tuple[int, str, float]], move_rng: np.random.Generator
+               ) -> list[Move]:
+    """:func:`draw_moves_reference`'s plan, on host numbers and boolean masks.
+
+    Each move is ``_draw(hosts, w_target, 1, busy, move_rng)``, which is
+    ``Generator.choice(len(free), size=1, replace=False, p=p)`` over the
+    free hosts in host order: one ``random()`` draw looked up in the
+    normalised cumulative sum of ``p = w[free] / w[free].sum()``. This
+    computes the same arrays with the same NumPy operations (hence the same
+    floats), and draws nothing when no host is free, so the plan and the
+    generator's state afterwards are the reference's
+    (``tests/sim/test_migration_moves.py``).
+    """
+    number = {h: i for i, h in enumerate(hosts)}
+    w = np.asarray(w_target, dtype=float)
+    n_pub = len(pub_hosts)
+    order = move_rng.permutation(n_pub + len(subs))
+    pubs = np.array([number[h] for h in pub_hosts], dtype=np.int64)
+    cur = np.array([number[h] for _, h, _ in subs], dtype=np.int64)
+    owner = [i for i, _, _ in subs]
+    members: dict[int, list[int]] = {}
+    for j, i in enumerate(owner):
+        members.setdefault(i, []).append(j)
+    member_idx = {i: np.array(js, dtype=np.int64) for i, js in members.items()}
+    none = np.zeros(0, dtype=np.int64)
+    busy = np.zeros(len(hosts), dtype=np.bool_)
+    moves: list[Move] = []
+    for o in order.tolist():
+        if o < n_pub:  # publisher client -1 - o
+            i, c = o, -1 - o
+            busy[pubs] = True
+        else:
+            c = o - n_pub
+            i = owner[c]
+            busy[pubs[i]] = True
+            busy[cur[c]] = True
+        busy[cur[member_idx.get(i, none)]] = True
+        free = np.flatnonzero(~busy)
+        busy[:] = False
+        if len(free):
+            x = move_rng.random((1,))
+            kept = w[free]
+            cdf = np.cumsum(kept / kept.sum())
+            cdf /= cdf[-1]
+            pick = int(free[int(cdf.searchsorted(x, side="right")[0])])
+        else:  # nowhere to go: the client stays (recorded as a move to itself)
+            pick = int(pubs[i] if c < 0 else cur[c])
+        if c < 0:
+            pubs[i] = pick
+        else:
+            cur[c] = pick
+        moves.append(Move(c, hosts[pick]))
     return moves
 
 
