@@ -14,6 +14,11 @@ Distribution
     lookups); a group is split only when it exceeds its share of
     ``GROUP_SHARES_PER_SLOT`` x ``defaultParallelism`` equal parts of the
     spec (:func:`group_cap`), so a small spec still spreads over every slot.
+    Where a partition holds several groups anyway (more groups than
+    partitions), the groups of one family (same topology, links and seed) are
+    first merged into chunks of at most a partition's share
+    (:func:`family_chunks`), so the cells that share a topology's rules, a
+    seed's populations and workload-independent installs run in one task.
     There are ``TASKS_PER_SLOT`` x ``defaultParallelism`` partitions (at least
     one per ``MAX_CELLS_PER_PARTITION`` cells, at most one per group): many
     short tasks, handed to the slots heaviest first (Spark launches a stage's
@@ -187,8 +192,10 @@ def balance(cells: Sequence[Cell], partitions: int,
     for cell in sorted(cells, key=lambda c: (c.receivers, c.cell_id)):
         related.setdefault(affinity(cell), []).append(cell)
     cap = max(1, max_group or math.ceil(len(cells) / partitions))
-    groups = {(*key, str(i)): members[i:i + cap]
-              for key, members in related.items() for i in range(0, len(members), cap)}
+    groups = family_chunks(
+        {(*key, str(i)): members[i:i + cap]
+         for key, members in related.items() for i in range(0, len(members), cap)},
+        max(1, len(cells) // partitions))
     bins: list[list[tuple[tuple[str, ...], list[Cell]]]] = [
         [] for _ in range(min(partitions, len(groups)))]
     loads = [0.0] * len(bins)
@@ -202,6 +209,40 @@ def balance(cells: Sequence[Cell], partitions: int,
     order = sorted(range(len(bins)), key=lambda i: (-loads[i], i))
     return [[c for _, group in sorted(bins[i], key=lambda kv: kv[0]) for c in group]
             for i in order if bins[i]]
+
+
+def family_chunks(groups: dict[tuple[str, ...], list[Cell]], share: int
+                  ) -> dict[tuple[str, ...], list[Cell]]:
+    """Groups of one family (same topology, links and seed: :func:`affinity`'s key
+    without the workload seed and the rest) merged, in key order, into chunks of
+    about equal size and at most ``share`` cells (a partition's share of the spec);
+    a larger group stays alone. Keyed by their first group's key.
+
+    When a partition holds several groups anyway, holding related ones costs no
+    balance and lets the worker's caches serve them all: the topology's
+    per-label-format rules, the population plans of the seed, and the installs
+    that depend on neither the workload nor the rule budget (e.g. 28 networks x
+    25 seeds of ch6-networks: the 73 cells of one network and seed in two
+    tasks instead of 73).
+    """
+    families: dict[tuple[str, ...], list[tuple[tuple[str, ...], list[Cell]]]] = {}
+    for key, members in sorted(groups.items()):
+        families.setdefault((key[0], key[1], key[3]), []).append((key, members))
+    out: dict[tuple[str, ...], list[Cell]] = {}
+    for family in families.values():
+        size = sum(len(m) for _, m in family)
+        target = math.ceil(size / math.ceil(size / share))  # equal chunks of <= share
+        chunk: list[Cell] = []
+        first: tuple[str, ...] = ()
+        for key, members in family:
+            if chunk and len(chunk) + len(members) > target:
+                out[first] = chunk
+                chunk = []
+            if not chunk:
+                first = key
+            chunk = [*chunk, *members]
+        out[first] = chunk
+    return out
 
 
 def partition_count(cells: int, parallelism: int) -> int:

@@ -36,8 +36,10 @@ except SparkUnavailableError as exc:  # pragma: no cover - CI has Java
 
 from experiments.runners.spark import (  # noqa: E402  (after the skips)
     FileProgress,
+    affinity,
     aggregate_spark,
     balance,
+    family_chunks,
     group_cap,
     partition_count,
     read_results_spark,
@@ -344,6 +346,34 @@ def _toml(spec: dict[str, dict[str, Any]]) -> str:
 
     return "".join(f"[{table}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items())
                    for table, body in spec.items())
+
+
+def test_balance_keeps_the_cells_of_one_network_and_seed_together() -> None:
+    """A ch6-networks-like grid (every cell its own group, many per partition): the
+    cells of one (topology, seed) fill one or two tasks of about equal size, so the
+    worker's caches serve them all; every cell still runs once, heaviest task first."""
+    topologies = ("zoo:Litnet", "zoo:Dfn", "zoo:Arnes")
+    cells = [Cell(experiment="x", topology=t, strategy=s, params=(("max_rules", m),),
+                  receivers="clustered:scenario=nearby,churn=0", payload_bytes=50, seed=seed,
+                  notifications=20)
+             for t in topologies for seed in range(1, 9)
+             for s in ("vt-broadcast", "vt-cycles", "vt-relation") for m in (5, 10, 15, 20)]
+    slots = 2
+    parts = balance(cells, 8, group_cap(len(cells), slots))  # 36 cells per task on average
+    assert sorted(c.cell_id for p in parts for c in p) == sorted(c.cell_id for c in cells)
+    homes: dict[tuple[str, int], set[int]] = {}
+    for i, p in enumerate(parts):
+        for c in p:
+            homes.setdefault((c.topology, c.seed), set()).add(i)
+    assert all(len(h) == 1 for h in homes.values())  # 12 cells <= 36: one task each
+    assert len(parts) == 8
+    loads = [sum(c.cost() for c in p) for p in parts]
+    assert loads == sorted(loads, reverse=True) and max(loads) - min(loads) <= 12 * 64 * 20
+    # a family larger than a task's share is cut into equal chunks, not share + rest
+    fam = [c for c in cells if c.seed == 1]  # 36 cells of 3 families (12 each)
+    chunks = family_chunks({(*affinity(c), "0"): [c] for c in fam}, 5)
+    assert sorted(len(v) for v in chunks.values()) == [4] * 9
+    assert all(len({(c.topology, c.seed) for c in v}) == 1 for v in chunks.values())
 
 
 def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
