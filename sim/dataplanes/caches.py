@@ -205,6 +205,18 @@ class Caches:
         ``Identity(Topology)`` -> its unicast next hops towards the switches
         they were asked for (:class:`sim.dataplanes.l2.fast_path.RouteTables`,
         ``S x S`` at most). Two topologies at most.
+    vt_candidates : Store
+        Install key without ``max_rules`` -> the virtual-tree candidates of that
+        install as far as drawn (:class:`strategies.virtual_tree.install_memo.CandidateTape`),
+        replayed by the installs of the other rule budgets. A few entries
+        suffice: a partition runs the budgets of one strategy one after another.
+    vt_states : Store
+        ``(LabelFormat, Identity(Topology), installed VTs, next id, rejected)`` ->
+        the state :func:`strategies.virtual_tree.installation.build_state` builds of
+        them: installs with other budgets that select the same VTs share it.
+    vt_ports : Store
+        ``Identity(Topology)`` -> the VT ports and connectivity of the link sets
+        installed on it (:class:`strategies.virtual_tree.install_memo.TreePorts`).
     stored_configs : Store
         ``(Identity(SwitchConfig), entries, groups)`` -> that base switch
         configuration plus stored-tree rules
@@ -214,7 +226,7 @@ class Caches:
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
                  "vt_tables", "base_states", "cell_states", "fast_paths", "tree_tables",
-                 "route_tables", "stored_configs")
+                 "route_tables", "vt_candidates", "vt_states", "vt_ports", "stored_configs")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -228,6 +240,9 @@ class Caches:
         self.fast_paths: Store[tuple[Any, ...], Any] = Store("fast_paths", 4)
         self.tree_tables: Store[Identity, Any] = Store("tree_tables", 2)
         self.route_tables: Store[Identity, Any] = Store("route_tables", 2)
+        self.vt_candidates: Store[tuple[Any, ...], Any] = Store("vt_candidates", 16)
+        self.vt_states: Store[tuple[Any, ...], Any] = Store("vt_states", 16)
+        self.vt_ports: Store[Identity, Any] = Store("vt_ports", 4)
         self.stored_configs: Store[tuple[Any, ...], Any] = Store("stored_configs", 4096)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:

@@ -227,6 +227,7 @@ class Broadcast(VirtualTreeStrategy):
 
     name = "vt-broadcast"
     vt_fast_path = True
+    reads_workload = False  # the topology alone
     Params = ArbitraryParams
     summary = "one spanning VT (BFS from the highest-degree switch), pruned by stops (ch. 6)"
 
@@ -372,6 +373,7 @@ class Cycles(VirtualTreeStrategy):
 
     name = "vt-cycles"
     vt_fast_path = True
+    reads_workload = False  # the topology alone
     Params = CyclesParams
     summary = "ring VTs of a minimum cycle basis and their connected unions (ch. 6)"
 
@@ -456,6 +458,7 @@ class Partitions(VirtualTreeStrategy):
 
     name = "vt-partitions"
     vt_fast_path = True
+    reads_workload = False  # the topology alone
     Params = PartitionsParams
     summary = "backbone VTs between community hubs + VTs inside communities (ch. 6)"
 

@@ -51,7 +51,7 @@ switches); digest ch. 5-7 §1.3, §1.4, §1.7, A8, A9.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any, ClassVar, Literal
 
@@ -84,6 +84,13 @@ from strategies.virtual_tree.encoder import (
 )
 from strategies.virtual_tree.encoder_kernel import encode_kernel
 from strategies.virtual_tree.encoder_tables import encode_arrays, installed_tables
+from strategies.virtual_tree.install_memo import (  # noqa: F401 (link_ends, is_connected re-exported)
+    CandidateTape,
+    TreePorts,
+    is_connected,
+    link_ends,
+    tree_ports,
+)
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -121,48 +128,6 @@ class VirtualTree:
     edges: tuple[int, ...]
     name: str = ""
     group: str = ""
-
-
-def link_ends(topology: Topology, edge_id: int) -> tuple[str, str]:
-    """The two nodes of link ``edge_id``."""
-    link = topology.links[edge_id - 1]
-    return link.a, link.b
-
-
-def tree_ports(topology: Topology, edges: Iterable[int]) -> dict[str, list[int]]:
-    """Switch -> its ports on the VT (what its ``check_tree`` bitmask holds)."""
-    ends = encoder_graph(topology).edge_ports
-    out: dict[str, list[int]] = {}
-    for e in edges:
-        for node, port in ends[e]:
-            got = out.get(node)
-            if got is None:
-                out[node] = [port]
-            else:
-                got.append(port)
-    for ports in out.values():
-        ports.sort()
-    return out
-
-
-def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
-    """Whether the links form one connected subgraph."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.get(x, x) != x:
-            parent[x] = parent.get(parent[x], parent[x])
-            x = parent[x]
-        return x
-
-    nodes: set[str] = set()
-    for e in edges:
-        a, b = link_ends(topology, e)
-        nodes.update((a, b))
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-    return len({find(n) for n in nodes}) <= 1
 
 
 def switch_edges(topology: Topology, pairs: Iterable[tuple[str, str]]) -> frozenset[int]:
@@ -211,7 +176,8 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
                   usage: Mapping[str, int] | None = None, min_edges: int = 2,
                   max_trees: int | None = None, max_failures: int | None = None,
                   group_limits: Mapping[str, int] | None = None,
-                  exclude: Iterable[frozenset[int]] = ()) -> Installation:
+                  exclude: Iterable[frozenset[int]] = (),
+                  ports: TreePorts | None = None) -> Installation:
     """Install candidates in order while every switch they need has a free rule.
 
     Parameters
@@ -238,6 +204,9 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
         Group -> rules per switch that VTs of that group may use in total.
     exclude : iterable of frozenset
         Link sets that count as already installed.
+    ports : TreePorts, optional
+        Where the candidates' VT ports and connectivity are remembered (the
+        same answers as computing them here).
 
     Raises
     ------
@@ -246,6 +215,7 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
     FieldRangeError
         If a tree id does not fit the label's id field.
     """
+    memo = ports if ports is not None else TreePorts(topology)
     used = dict(usage or {})
     group_used: dict[tuple[str, str], int] = {}
     seen = set(exclude)
@@ -256,7 +226,7 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
             break
         if len(cand.edges) < min_edges or cand.edges in seen:
             continue
-        switches = tree_ports(topology, cand.edges)
+        switches = memo.ports(cand.edges)
         limit = None if group_limits is None else group_limits.get(cand.group)
         full = any(used.get(s, 0) >= max_rules for s in switches) or (
             limit is not None and any(group_used.get((cand.group, s), 0) >= limit
@@ -267,7 +237,7 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
             if on_full == "stop" or (max_failures is not None and failures >= max_failures):
                 break
             continue
-        if not is_connected(topology, cand.edges):
+        if not memo.connected(cand.edges):
             raise ValueError(f"virtual tree {cand.name or sorted(cand.edges)} is not connected")
         failures = 0
         tree_label(fmt, next_id)  # raises FieldRangeError: ids never wrap around
@@ -282,20 +252,23 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
 
 def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[VirtualTree],
                 next_id: int, published: Sequence[VirtualTree] | None = None,
-                extra: Mapping[str, Any] | None = None, caches: Caches | None = None
-                ) -> ControlState:
+                extra: Mapping[str, Any] | None = None, caches: Caches | None = None,
+                ports: TreePorts | None = None) -> ControlState:
     """Per-port rules on every switch plus one ``check_tree`` rule per VT switch.
 
     ``published`` (default: ``installed``) is what the publishers are told.
     ``caches``: where the per-port rules are kept (``caches.base_states``, one
     state per label format and topology that the built states share, as
     :meth:`strategies.base.Strategy.state_builder` does; the same state as
-    adding them anew).
+    adding them anew). ``ports``: where the VTs' ports are remembered (as
+    :func:`install_trees`).
     """
     builder = StateBuilder(base=port_rules(topology, fmt, caches))
     for t in installed:
-        for sw, ports in tree_ports(topology, t.edges).items():
-            builder.add_entry(sw, tree_ports_entry(fmt, t.tree_id, ports))
+        vt_ports = (tree_ports(topology, t.edges) if ports is None
+                    else ports.ports(frozenset(t.edges)))
+        for sw, on in vt_ports.items():
+            builder.add_entry(sw, tree_ports_entry(fmt, t.tree_id, on))
     pub = installed if published is None else published
     info = {"virtual_trees": [[t.tree_id, list(t.edges), t.name, t.group] for t in pub],
             "next_tree_id": next_id, **(extra or {})}
@@ -517,12 +490,24 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
     a subclass whose candidates read anything more (instance attributes,
     receiver sets) sets ``cache_installs = False``. Knowledge with receiver
     sets or stable subscribers is never cached.
+
+    A strategy whose candidates read neither the workload seed nor the
+    controller's view (``reads_workload = False``: the topology alone, e.g.
+    a spanning tree or a cycle basis) is keyed without them, so the cells of
+    every receiver model and seed of a topology share its install. The
+    candidates themselves are drawn once per key without ``max_rules``
+    (``caches.vt_candidates``, :class:`~strategies.virtual_tree.install_memo.CandidateTape`)
+    and the VT ports once per topology (``caches.vt_ports``), so installs
+    with other rule budgets replay them; installs that select the same VTs
+    share one state (``caches.vt_states``).
     """
 
     dataplane = "virtual_tree"
     Params = VtParams
     scope = "topology"
     cache_installs: ClassVar[bool] = True
+    #: whether ``candidates`` reads ``Knowledge.seed`` or the population (see above)
+    reads_workload: ClassVar[bool] = True
 
     # -- subclass hooks --
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:
@@ -541,9 +526,16 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
         """
         if not self.cache_installs or knowledge.receiver_sets or knowledge.stable:
             return None
+        return (type(self), self.params, *self._workload_key(knowledge), Identity(topology))
+
+    def _workload_key(self, knowledge: Knowledge) -> tuple[Any, ...]:
+        """What of ``knowledge`` the candidates read: the seed and the controller's view
+        (``reads_workload``), or nothing."""
+        if not self.reads_workload:
+            return ()
         pop = knowledge.population
         view = pop.controller_view() if pop is not None else None
-        return (type(self), self.params, knowledge.seed, Identity(topology), Identity(view))
+        return knowledge.seed, Identity(view)
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         key = self._install_key(topology, knowledge)
@@ -555,11 +547,25 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
     def _install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         fmt = label_format(self.params)
         p = self.params
-        inst = install_trees(topology, self.candidates(topology, knowledge),
-                             max_rules=p.max_rules, on_full=p.on_full, fmt=fmt,
-                             min_edges=p.min_edges, **self.install_limits())
-        return build_state(topology, fmt, inst.trees, inst.next_id,
-                           extra={"rejected_trees": inst.rejected}, caches=knowledge.caches)
+        caches = knowledge.caches
+        ports = caches.vt_ports.get_or_make(Identity(topology), lambda: TreePorts(topology))
+        key = self._install_key(topology, knowledge)
+        candidates: Iterable[Candidate]
+        if key is None:
+            candidates = self.candidates(topology, knowledge)
+        else:  # the same candidates for every rule budget: drawn once
+            candidates = caches.vt_candidates.get_or_make(
+                (key[0], replace(p, max_rules=0), *key[2:]),
+                lambda: CandidateTape(self.candidates(topology, knowledge)))
+        inst = install_trees(topology, candidates, max_rules=p.max_rules, on_full=p.on_full,
+                             fmt=fmt, min_edges=p.min_edges, ports=ports, **self.install_limits())
+        # installs with equal outcomes (e.g. every budget that fits all candidates) share
+        # one state, and with it its walk tables and compiled trees
+        return caches.vt_states.get_or_make(  # type: ignore[no-any-return]
+            (fmt, Identity(topology), inst.trees, inst.next_id, inst.rejected),
+            lambda: build_state(topology, fmt, inst.trees, inst.next_id,
+                                extra={"rejected_trees": inst.rejected}, caches=caches,
+                                ports=ports))
 
     def update(self, topology: Topology, state: ControlState, knowledge: Knowledge
                ) -> ControlState:

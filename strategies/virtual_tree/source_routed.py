@@ -37,6 +37,7 @@ class SourceRouted(VirtualTreeStrategy):
 
     name = "source-routed"
     vt_fast_path = True
+    reads_workload = False  # no candidates
     summary = "hop labels only, one per Steiner-tree link (ch. 5-6 baseline)"
 
     def candidates(self, topology: Topology, knowledge: Knowledge) -> Iterator[Candidate]:

@@ -1,0 +1,168 @@
+"""What virtual-tree installs share across the cells of a runner partition (seed 000 §5.4).
+
+An install (:func:`strategies.virtual_tree.installation.install_trees`) walks
+a strategy's candidates in order and keeps those that every switch has room
+for. Two things it computes depend on less than the install itself:
+
+- the candidates depend on the strategy's parameters except ``max_rules``
+  (the rule budget is read by installation alone, never by a strategy's
+  ``candidates``), on the topology and, for a strategy that reads the
+  workload, on the workload seed and the controller's view. A
+  :class:`CandidateTape` draws them once and replays them to every install
+  with another budget (ch6-networks sweeps 8 budgets per network, strategy
+  and seed);
+- a candidate's VT ports per switch, and whether its links are connected,
+  depend on its links and the topology only: :class:`TreePorts` remembers
+  them per topology.
+
+Both live in the runner's :class:`~sim.dataplanes.caches.Caches`
+(``vt_candidates``, ``vt_ports``); an install through them equals one
+without (``tests/strategies/test_vt_install_memo.py``).
+
+References
+----------
+Seed 000 §5.2.1 (a VT's ``check_tree`` bitmask per switch), §5.4 (Table 5.1
+``max_rules``); DESIGN.md "Layout and layers" (caches live in an explicit
+per-cell object).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Generic, TypeVar
+
+from strategies.virtual_tree.encoder import encoder_graph
+from topologies.model import Topology
+
+T = TypeVar("T")
+
+
+def link_ends(topology: Topology, edge_id: int) -> tuple[str, str]:
+    """The two nodes of link ``edge_id``."""
+    link = topology.links[edge_id - 1]
+    return link.a, link.b
+
+
+def tree_ports(topology: Topology, edges: Iterable[int]) -> dict[str, list[int]]:
+    """Switch -> its ports on the VT (what its ``check_tree`` bitmask holds)."""
+    ends = encoder_graph(topology).edge_ports
+    out: dict[str, list[int]] = {}
+    for e in edges:
+        for node, port in ends[e]:
+            got = out.get(node)
+            if got is None:
+                out[node] = [port]
+            else:
+                got.append(port)
+    for ports in out.values():
+        ports.sort()
+    return out
+
+
+def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
+    """Whether the links form one connected subgraph."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])
+            x = parent[x]
+        return x
+
+    nodes: set[str] = set()
+    for e in edges:
+        a, b = link_ends(topology, e)
+        nodes.update((a, b))
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    return len({find(n) for n in nodes}) <= 1
+
+
+class TreePorts:
+    """:func:`tree_ports` and :func:`is_connected` of link sets of one topology, remembered.
+
+    The port lists returned are shared: callers must not change them.
+    Everything is forgotten at once past :attr:`LIMIT` link sets.
+
+    Parameters
+    ----------
+    topology : Topology
+    """
+
+    #: link sets remembered before everything is forgotten at once
+    LIMIT = 1 << 15
+
+    __slots__ = ("topology", "_ports", "_connected")
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self._ports: dict[frozenset[int], dict[str, list[int]]] = {}
+        self._connected: dict[frozenset[int], bool] = {}
+
+    def ports(self, edges: frozenset[int]) -> dict[str, list[int]]:
+        """``tree_ports(topology, sorted(edges))``."""
+        got = self._ports.get(edges)
+        if got is None:
+            if len(self._ports) >= self.LIMIT:
+                self._ports.clear()
+            got = self._ports[edges] = tree_ports(self.topology, sorted(edges))
+        return got
+
+    def connected(self, edges: frozenset[int]) -> bool:
+        """``is_connected(topology, edges)``."""
+        got = self._connected.get(edges)
+        if got is None:
+            if len(self._connected) >= self.LIMIT:
+                self._connected.clear()
+            got = self._connected[edges] = is_connected(self.topology, edges)
+        return got
+
+
+class CandidateTape(Generic[T]):
+    """A strategy's candidates, drawn from ``source`` once, as far as an install asked
+    for them, and replayed to every later iteration (each from the start).
+
+    Iterations may interleave; an error of ``source`` is raised again to every
+    iteration that reaches it.
+
+    Parameters
+    ----------
+    source : iterable
+        The candidates in priority order (may be infinite).
+    """
+
+    __slots__ = ("_source", "_items", "_error")
+
+    def __init__(self, source: Iterable[T]) -> None:
+        self._source: Iterator[T] | None = iter(source)
+        self._items: list[T] = []
+        self._error: BaseException | None = None
+
+    def __iter__(self) -> Iterator[T]:
+        items = self._items
+        i = 0
+        while True:
+            if i == len(items):
+                if self._error is not None:
+                    raise self._error
+                source = self._source
+                if source is None:
+                    return
+                try:
+                    items.append(next(source))
+                except StopIteration:
+                    self._source = None
+                    return
+                except BaseException as err:
+                    self._source, self._error = None, err
+                    raise
+            yield items[i]
+            i += 1
+
+    def __len__(self) -> int:
+        """Candidates drawn so far."""
+        return len(self._items)
+
+
+__all__ = ["CandidateTape", "TreePorts", "is_connected", "link_ends", "tree_ports"]
