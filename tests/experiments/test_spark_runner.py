@@ -43,6 +43,7 @@ from experiments.runners.spark import (  # noqa: E402  (after the skips)
     group_cap,
     partition_count,
     read_results_spark,
+    run_partition,
     run_spark,
     spark_schema,
 )
@@ -374,6 +375,30 @@ def test_balance_keeps_the_cells_of_one_network_and_seed_together() -> None:
     chunks = family_chunks({(*affinity(c), "0"): [c] for c in fam}, 5)
     assert sorted(len(v) for v in chunks.values()) == [4] * 9
     assert all(len({(c.topology, c.seed) for c in v}) == 1 for v in chunks.values())
+
+
+def test_a_partition_runs_and_writes_its_cells_with_rare_collections(tmp_path: Path) -> None:
+    """The collector stays at ``rare_gc``'s thresholds between the cells of a partition
+    (their writes included) and gets its own back when the partition ends."""
+    import gc
+
+    from experiments.storage.results import Provenance
+    from sim.engines.gc_thresholds import RUN_GC_THRESHOLDS
+
+    cells = make_spec().cells()[:3]
+    seen = []
+
+    def around(cell: Cell, task: Any) -> int:
+        seen.append(gc.get_threshold())
+        rows = task()
+        seen.append(gc.get_threshold())
+        return rows
+
+    before = gc.get_threshold()
+    done = list(run_partition([cells[:2], cells[2:]], str(tmp_path), Provenance.of(), around))
+    assert [cid for cid, _ in done] == [c.cell_id for c in cells]
+    assert all(cell_path(tmp_path, c).exists() for c in cells)
+    assert seen == [RUN_GC_THRESHOLDS] * 6 and gc.get_threshold() == before
 
 
 def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
