@@ -235,11 +235,34 @@ class ControlState:
 
     @property
     def entries(self) -> int:
-        return sum(c._entries for c in self.switches.values())
+        """Table entries on all switches."""
+        return self._totals()[0]
 
     @property
     def multicast_groups(self) -> int:
-        return sum(len(c.multicast_groups) for c in self.switches.values())
+        """Multicast groups on all switches."""
+        return self._totals()[1]
+
+    def _totals(self) -> tuple[int, int]:
+        """(entries, multicast groups), counted once; a state a :class:`StateBuilder`
+        derived from a base counts only the switches it changed (:func:`derived_from`)."""
+        got: tuple[int, int] | None = self.__dict__.get("_total_counts")
+        if got is None:
+            derived = derived_from(self)
+            if derived is None:
+                got = (sum(c._entries for c in self.switches.values()),
+                       sum(len(c.multicast_groups) for c in self.switches.values()))
+            else:
+                base, touched = derived
+                entries, groups = base._totals() if base is not None else (0, 0)
+                for sw in touched:
+                    a = base.config(sw) if base is not None else EMPTY_SWITCH
+                    b = self.switches[sw]
+                    entries += b._entries - a._entries
+                    groups += len(b.multicast_groups) - len(a.multicast_groups)
+                got = (entries, groups)
+            object.__setattr__(self, "_total_counts", got)
+        return got
 
     def per_switch(self) -> dict[str, dict[str, int]]:
         """Entries per switch per table (tables with no entries left out)."""
@@ -250,6 +273,13 @@ class ControlState:
 
 
 EMPTY_SWITCH = SwitchConfig()
+
+
+def derived_from(state: ControlState) -> tuple[ControlState | None, frozenset[str]] | None:
+    """``(base, touched)`` when ``state`` is ``base`` (None: every switch empty) with
+    only the switches ``touched`` given new configurations, the others holding
+    ``base``'s very objects (what :meth:`StateBuilder.build` records); else None."""
+    return state.__dict__.get("_derived")  # type: ignore[no-any-return]
 
 
 class StateBuilder:
@@ -323,29 +353,46 @@ class StateBuilder:
 
     def build(self, switches: Iterable[str], publisher_info: Mapping[str, Any] | None = None
               ) -> ControlState:
+        """The state of ``switches`` (in this order): what was added on each, on top
+        of ``base``'s configuration; a switch nothing was added on keeps ``base``'s
+        configuration object, or the one empty configuration (so :func:`count_writes`
+        skips it without comparing)."""
         base = self._base.switches if self._base is not None else {}
-        configs: dict[str, SwitchConfig] = {}
+        switches = tuple(switches)
+        added = self._tables.keys() | self._groups.keys() | self._sessions.keys()
+        if self._base is None or switches == tuple(base):
+            # every switch not added on holds base's object (or the empty one): copy them
+            # in one go and make only the switches added on (the same dict, same order)
+            configs = dict(base) if self._base is not None else \
+                dict.fromkeys(switches, EMPTY_SWITCH)
+            touched = frozenset(s for s in added if s in configs)
+            for s in touched:
+                configs[s] = self._config(s, base.get(s))
+            state = ControlState(switches=configs, publisher_info=publisher_info or {})
+            object.__setattr__(state, "_derived", (self._base, touched))
+            return state
+        configs = {}
         for s in switches:
-            tables, groups, sessions = (self._tables.get(s), self._groups.get(s),
-                                        self._sessions.get(s))
             kept = base.get(s)
-            if tables is None and groups is None and sessions is None:
-                # nothing added on this switch: share base's config, or the one empty config
-                # (so count_writes skips the switch without comparing)
-                configs[s] = kept if kept is not None else EMPTY_SWITCH
-                continue
-            config = configs[s] = SwitchConfig(
-                tables={t: es if type(es) is tuple else tuple(es) for t, es in tables.items()}
-                if tables is not None else (kept.tables if kept is not None else {}),
-                multicast_groups=groups if groups is not None else (
-                    kept.multicast_groups if kept is not None else {}),
-                clone_sessions=sessions if sessions is not None else (
-                    kept.clone_sessions if kept is not None else {}),
-            )
-            if kept is not None:  # share the lookup indexes of base's tables (same tuples)
-                object.__setattr__(config, "_shared_indexes",
-                                   kept.__dict__.setdefault("_shared_indexes", {}))
+            configs[s] = self._config(s, kept) if s in added else (
+                kept if kept is not None else EMPTY_SWITCH)
         return ControlState(switches=configs, publisher_info=publisher_info or {})
+
+    def _config(self, s: str, kept: SwitchConfig | None) -> SwitchConfig:
+        """Switch ``s``'s new configuration: ``kept`` (base's) with what was added."""
+        tables, groups, sessions = self._tables.get(s), self._groups.get(s), self._sessions.get(s)
+        config = SwitchConfig(
+            tables={t: es if type(es) is tuple else tuple(es) for t, es in tables.items()}
+            if tables is not None else (kept.tables if kept is not None else {}),
+            multicast_groups=groups if groups is not None else (
+                kept.multicast_groups if kept is not None else {}),
+            clone_sessions=sessions if sessions is not None else (
+                kept.clone_sessions if kept is not None else {}),
+        )
+        if kept is not None:  # share the lookup indexes of base's tables (same tuples)
+            object.__setattr__(config, "_shared_indexes",
+                               kept.__dict__.setdefault("_shared_indexes", {}))
+        return config
 
 
 # -- writes ---------------------------------------------------------------
@@ -403,19 +450,35 @@ def count_writes(old: ControlState, new: ControlState) -> int:
     is not compared. Entry keys name their table, so comparing table by
     table counts exactly what :func:`diff`'s per-switch comparison does. A
     configuration its writer marked with :func:`mark_writes` against the old
-    one is not compared either.
+    one is not compared either. Two states a :class:`StateBuilder` derived from
+    the same base (:func:`derived_from`) are compared on the switches either
+    one touched only.
     """
     count = 0
     olds, news = old.switches, new.switches
+    was, now = derived_from(old), derived_from(new)
+    if was is not None and now is not None and was[0] is now[0] and olds.keys() == news.keys():
+        # two states derived from one base: the switches neither touched hold base's objects
+        for sw in was[1] | now[1]:
+            a, b = olds[sw], news[sw]
+            if a is not b:
+                count += _switch_writes(a, b)
+        return count
     for sw, b in news.items():
         a = olds.get(sw, EMPTY_SWITCH)
         if a is not b:
-            known = b.__dict__.get("_writes_from")
-            count += known[1] if known is not None and known[0]() is a else _config_writes(a, b)
+            count += _switch_writes(a, b)
     for sw, a in olds.items():
         if sw not in news and a is not EMPTY_SWITCH:
             count += _config_writes(a, EMPTY_SWITCH)
     return count
+
+
+def _switch_writes(a: SwitchConfig, b: SwitchConfig) -> int:
+    """The writes from ``a`` to ``b`` (distinct objects): the count its writer marked
+    (:func:`mark_writes`), else :func:`_config_writes`."""
+    known = b.__dict__.get("_writes_from")
+    return known[1] if known is not None and known[0]() is a else _config_writes(a, b)
 
 
 def mark_writes(config: SwitchConfig, previous: SwitchConfig, writes: int) -> None:

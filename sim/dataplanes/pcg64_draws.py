@@ -7,7 +7,9 @@ A cell draws each notification from its own generator, ``child_rng(seed,
 microseconds per run (a generator re-seeded, two Python calls, index
 arrays). :data:`publisher_and_sample` draws every run of a cell in one
 compiled loop, on the PCG64 states :func:`sim.dataplanes.seeds.seed_words`
-computes in one batch, with numpy's algorithms (numpy 2.x,
+computes in one batch (:data:`publisher_and_index` and :data:`samples` do the same
+for the ``tenants`` model: a publisher, then one of its groups; each drawn
+group's members from the group's own stream), with numpy's algorithms (numpy 2.x,
 ``numpy/random/_generator.pyx``, ``src/distributions/distributions.c``,
 ``src/pcg64/pcg64.h``) consuming the stream exactly as numpy does:
 
@@ -216,9 +218,45 @@ def _publisher_and_sample(words: np.ndarray, publishers: int, pop: int, k: int,
             _choice(st, pop, k, picks[r], taken, work)
 
 
+@_kernel
+def _publisher_and_index(words: np.ndarray, publishers: int, key: np.ndarray,
+                         ranges: np.ndarray, drawn: np.ndarray, index: np.ndarray) -> None:
+    """Run r (column r of ``words``): ``drawn[r] = integers(publishers)``, then
+    ``index[r] = integers(ranges[key[drawn[r]]])`` (a second draw whose range the
+    first one picks; ranges >= 1)."""
+    st = np.zeros(6, np.uint64)
+    for r in range(words.shape[1]):
+        _seed(st, words, r)
+        a = _bounded(st, publishers - 1)
+        drawn[r] = a
+        index[r] = _bounded(st, ranges[key[a]] - 1)
+
+
+@_kernel
+def _samples(words: np.ndarray, pops: np.ndarray, ks: np.ndarray, offsets: np.ndarray,
+             out: np.ndarray) -> None:
+    """Column i of ``words``: ``choice(pops[i], ks[i], replace=False)`` into
+    ``out[offsets[i]:offsets[i + 1]]`` (``ks[i] = 0``: nothing drawn)."""
+    top = 1
+    for i in range(pops.shape[0]):
+        top = max(top, pops[i])
+    st = np.zeros(6, np.uint64)
+    taken = np.zeros(top, np.uint8)
+    work = np.zeros(top, np.int64)
+    for i in range(words.shape[1]):
+        if ks[i] > 0:
+            _seed(st, words, i)
+            _choice(st, pops[i], ks[i], out[offsets[i]:offsets[i + 1]], taken, work)
+
+
 #: The compiled :func:`_publisher_and_sample` (None without numba or with ``STACKCAST_NO_JIT=1``).
 publisher_and_sample: Callable[..., Any] | None = (
     _publisher_and_sample if JIT else None)  # type: ignore[assignment]
+#: The compiled :func:`_publisher_and_index` (None like :data:`publisher_and_sample`).
+publisher_and_index: Callable[..., Any] | None = (
+    _publisher_and_index if JIT else None)  # type: ignore[assignment]
+#: The compiled :func:`_samples` (None like :data:`publisher_and_sample`).
+samples: Callable[..., Any] | None = _samples if JIT else None  # type: ignore[assignment]
 
 
 @functools.cache
@@ -240,7 +278,25 @@ def kernel_agrees() -> bool:
             if int(g.integers(pubs)) != drawn[r] or \
                     g.choice(pop, size=k, replace=False).tolist() != picks[r].tolist():
                 return False
+    # the two-step draw and per-stream samples (the tenants model's batches)
+    words = seed_words(5, "check", 4)
+    key, ranges = np.array([1, 0, 1], np.int64), np.array([1, 7], np.int64)
+    pops, ks = np.array([6, 20_000, 9, 20_000], np.int64), np.array([5, 1_000, 0, 2], np.int64)
+    offsets = np.concatenate(([0], np.cumsum(ks)))
+    drawn, index, out = (np.empty(4, np.int64), np.empty(4, np.int64),
+                         np.empty(offsets[-1], np.int64))
+    publisher_and_index(words, 3, key, ranges, drawn, index)  # type: ignore[misc]
+    samples(words, pops, ks, offsets, out)  # type: ignore[misc]
+    for r, g in enumerate(child_rngs(5, "check", 4)):
+        a = int(g.integers(3))
+        if a != drawn[r] or int(g.integers(ranges[key[a]])) != index[r]:
+            return False
+    for r, g in enumerate(child_rngs(5, "check", 4)):
+        if ks[r] and g.choice(pops[r], size=ks[r], replace=False).tolist() != \
+                out[offsets[r]:offsets[r + 1]].tolist():
+            return False
     return True
 
 
-__all__ = ["FLOYD_MAX_POP", "JIT", "kernel_agrees", "publisher_and_sample"]
+__all__ = ["FLOYD_MAX_POP", "JIT", "kernel_agrees", "publisher_and_index",
+           "publisher_and_sample", "samples"]

@@ -76,12 +76,20 @@ def seed_words(root: int, component: str, runs: int, start: int = 0) -> np.ndarr
     """
     if start < 0 or runs < 0 or start + runs > 1 << 32:
         raise ValueError(f"seed_words: runs must lie in [0, 2**32), got {start} + {runs}")
+    return seed_words_of(root, component, np.arange(start, start + runs, dtype=np.int64))
+
+
+def seed_words_of(root: int, component: str, runs: np.ndarray) -> np.ndarray:
+    """:func:`seed_words` of the runs listed in ``runs`` (any order, each in [0, 2**32))."""
+    runs = np.asarray(runs, dtype=np.int64)
+    if len(runs) and (runs.min() < 0 or runs.max() >= 1 << 32):
+        raise ValueError("seed_words_of: runs must lie in [0, 2**32)")
     root_words = _uint32_words(root)
     prefix = len(root_words) + 1  # every run below 2**32 is one word
-    entropy = np.zeros((max(prefix, _POOL) + 1, runs), dtype=np.uint32)
+    entropy = np.zeros((max(prefix, _POOL) + 1, len(runs)), dtype=np.uint32)
     for i, w in enumerate(root_words):
         entropy[i] = w
-    entropy[len(root_words)] = np.arange(start, start + runs, dtype=np.uint64).astype(np.uint32)
+    entropy[len(root_words)] = runs.astype(np.uint32)
     entropy[-1] = zlib.crc32(component.encode())  # the spawn key, after padding to the pool
     hash_const = _INIT_A
 

@@ -17,7 +17,7 @@ Both read all-pairs hop distances that are computed once per topology.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -79,13 +79,33 @@ def _build(root: str, parent: dict[str, str], topology: Topology) -> Tree:
     return Tree(root=root, parent=parent, children=children)
 
 
-@lru_cache(maxsize=256)
+#: parent entries the cache of :func:`bfs_parents` holds, all roots together
+BFS_CACHE_ENTRIES = 1 << 20
+_bfs_cache: OrderedDict[tuple[Topology, str], Mapping[str, str]] = OrderedDict()
+_bfs_held = [0]  # entries in _bfs_cache
+
+
 def bfs_parents(topology: Topology, root: str) -> Mapping[str, str]:
     """Shortest-path-tree parents of every switch, from ``root`` (ties: lowest name).
 
-    Cached for the last 256 roots (a dict of ``S`` entries each; what needs
-    every root, :func:`bfs_next_hops` computes array by array).
+    Cached for the roots used last, up to :data:`BFS_CACHE_ENTRIES` parent
+    entries in all (every root up to about 1,000 switches; 262 roots at 4,000): a dict
+    of ``S`` entries per root. What needs every root, :func:`bfs_next_hops`,
+    computes array by array.
     """
+    key = (topology, root)
+    got = _bfs_cache.get(key)
+    if got is not None:
+        _bfs_cache.move_to_end(key)
+        return got
+    got = _bfs_cache[key] = _bfs(topology, root)
+    _bfs_held[0] += len(got) + 1
+    while _bfs_held[0] > BFS_CACHE_ENTRIES and len(_bfs_cache) > 1:
+        _bfs_held[0] -= len(_bfs_cache.popitem(last=False)[1]) + 1
+    return got
+
+
+def _bfs(topology: Topology, root: str) -> dict[str, str]:
     parent: dict[str, str] = {}
     seen = {root}
     queue = deque([root])

@@ -73,7 +73,8 @@ from typing import Literal
 
 import numpy as np
 
-from sim.dataplanes.seeds import child_rng
+from sim.dataplanes import pcg64_draws
+from sim.dataplanes.seeds import child_rng, seed_words_of
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -317,6 +318,43 @@ class TenantPlan:
         while self._cached > MEMBER_CACHE_ELEMENTS and len(self._members) > 1:
             self._cached -= len(self._members.popitem(last=False)[1])
         return got
+
+    def receiver_hosts(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's receiving hosts when its sender publishes, for distinct ``gids``.
+
+        Returns ``(offsets, hosts)``: group ``gids[i]``'s are
+        ``hosts[offsets[i]:offsets[i + 1]]``, sorted: the distinct hosts of its
+        members (:meth:`members`) but the sender's host. The member draws of
+        all groups run in one compiled batch
+        (:data:`sim.dataplanes.pcg64_draws.samples`, the same numbers) where it
+        agrees with numpy, else group by group through :meth:`members`.
+        """
+        gids = np.asarray(gids, dtype=np.int64)
+        tenant = self.group_tenant[gids]
+        if pcg64_draws.kernel_agrees() and pcg64_draws.samples is not None:
+            ks = self.group_size[gids].astype(np.int64) - 1  # the sender is not drawn
+            starts = np.zeros(len(gids) + 1, np.int64)
+            np.cumsum(ks, out=starts[1:])
+            others = np.empty(starts[-1], np.int64)
+            pcg64_draws.samples(seed_words_of(self.root, "members", gids),
+                                self.vm_count[tenant].astype(np.int64) - 1, ks, starts, others)
+            others += others >= np.repeat(self.sender_vm[gids], ks)  # skip the sender's index
+            group = np.repeat(np.arange(len(gids)), ks)
+            host = self.vm_host[np.repeat(self.vm_offset[tenant], ks) + others]
+        else:
+            members = [self.members(int(g))[1:] for g in gids.tolist()]
+            group = np.repeat(np.arange(len(gids)), [len(m) for m in members])
+            host = self.vm_host[np.repeat(self.vm_offset[tenant], [len(m) for m in members])
+                                + np.concatenate([np.zeros(0, np.int64), *members])]
+        keep = host != self.sender_host[gids][group]  # the sender's host never receives
+        group, host = group[keep], host[keep]
+        order = np.lexsort((host, group))
+        group, host = group[order], host[order]
+        first = np.ones(len(host), bool)
+        first[1:] = (host[1:] != host[:-1]) | (group[1:] != group[:-1])
+        group, host = group[first], host[first]
+        return np.searchsorted(group, np.arange(len(gids) + 1)).astype(np.int64), \
+            host.astype(np.int64)
 
     def hosts_of_vms(self, tenant: int, vms: np.ndarray) -> np.ndarray:
         """Sorted distinct host indices of tenant ``tenant``'s VMs ``vms``."""

@@ -32,7 +32,9 @@ publisher uniformly from :attr:`TenantsPopulation.publishers`, which holds
 the sender host of every group of the cell's slice (a host once per group
 it sends for), and :meth:`TenantsPopulation.draw` then picks one of that
 host's groups uniformly: every group of the slice is equally likely.
-Receivers can be empty (all other members on the sender's host).
+Receivers can be empty (all other members on the sender's host). Without
+churn the runners draw a cell's notifications in batches
+(:meth:`TenantsPopulation.draw_runs`, compiled, the same numbers).
 
 Slices. ``part`` / ``parts`` select the groups whose notifications the cell
 sends: gids ``part, part + parts, ...`` (a strided slice, so every part is a
@@ -72,9 +74,12 @@ from typing import overload
 
 import numpy as np
 
+from sim.dataplanes import pcg64_draws
 from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.groups import Group
+from sim.dataplanes.seeds import RunStreams
 from sim.workloads.receivers import (
+    DrawnRuns,
     Population,
     PopulationBase,
     StepAxis,
@@ -244,6 +249,7 @@ class _Slice:
     gids: np.ndarray               # the slice's gids sorted by (sender host, gid)
     start: np.ndarray              # gids of host h: gids[start[h]:start[h + 1]]
     publishers: tuple[str, ...]    # the sender host of every gid of the slice, gid order
+    senders: np.ndarray            # the same as host indices
 
 
 def _slice(plan: TenantPlan, part: int, parts: int) -> _Slice:
@@ -258,7 +264,7 @@ def _slice(plan: TenantPlan, part: int, parts: int) -> _Slice:
         start = np.searchsorted(hosts[order], np.arange(len(plan.topology.hosts) + 1))
         names = plan.topology.hosts
         got = plan.shared[key] = _Slice(gids[order], start,
-                                        tuple(names[h] for h in hosts.tolist()))
+                                        tuple(names[h] for h in hosts.tolist()), hosts)
     return got  # type: ignore[return-value]
 
 
@@ -284,6 +290,7 @@ class TenantsPopulation(PopulationBase):
         self.version: int = version  # type: ignore[assignment]  # narrower than the base's
         self._slice = _slice(plan, part, parts)
         self._drawn = {} if drawn is None else drawn  # (publisher, receivers) -> gid, all views
+        self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # draw_runs' (hosts, gids)
         self._view: TenantsPopulation | None = None
         self._table: GroupTable | None = None
         self._controller: object = None
@@ -310,6 +317,7 @@ class TenantsPopulation(PopulationBase):
         """The gid of a notification drawn from this population (the last draw
         with these hosts), else the lowest gid of the slice that the publisher
         sends for whose other hosts are ``receivers``; None if there is none."""
+        self._note_batches()
         gid = self._drawn.get((publisher, receivers))
         if gid is not None:
             return gid
@@ -344,8 +352,54 @@ class TenantsPopulation(PopulationBase):
                                    f"(part {self.part} of {self.parts})")
         gid = int(candidates[int(rng.integers(len(candidates)))])
         receivers = self._receivers(self.groups(), gid, publisher)
+        self._note_batches()
         self._drawn[(publisher, receivers)] = gid
         return None, receivers
+
+    def draw_runs(self, runs: RunStreams, publisher: str | None = None) -> DrawnRuns | None:
+        """Every run's draws at once (:meth:`Population.draw_runs`) while the
+        membership stays put (no churn) and the runs pick their publisher.
+
+        Run ``r`` draws what :meth:`draw` draws after the runners' publisher
+        draw: ``integers(len(publishers))``, then ``integers(len(candidates))``
+        among that host's groups; its receivers are the group's
+        (:meth:`TenantPlan.receiver_hosts`). Compiled
+        (:data:`sim.dataplanes.pcg64_draws.publisher_and_index`) where it agrees
+        with numpy, through numpy's generators otherwise: the same numbers.
+        """
+        if self.log is not None or publisher is not None:
+            return None  # the per-run draws (and their errors) apply
+        s, count = self._slice, runs.count
+        ranges = np.diff(s.start)
+        drawn, pick = np.empty(count, np.int64), np.empty(count, np.int64)
+        if pcg64_draws.kernel_agrees() and pcg64_draws.publisher_and_index is not None:
+            pcg64_draws.publisher_and_index(runs.words(), len(s.senders), s.senders, ranges,
+                                            drawn, pick)
+        else:
+            for run, rng in enumerate(runs.generators()):
+                drawn[run] = rng.integers(len(s.senders))
+                pick[run] = rng.integers(ranges[s.senders[drawn[run]]])
+        hosts = s.senders[drawn]
+        gids = s.gids[s.start[hosts] + pick]
+        self._batches.append((hosts, gids))
+        distinct, which = np.unique(gids, return_inverse=True)
+        starts, receivers = self.plan.receiver_hosts(distinct)
+        sizes = np.diff(starts)[which]
+        offsets = np.zeros(count + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        at = np.repeat(starts[which] - offsets[:-1], sizes) + np.arange(offsets[-1])
+        return DrawnRuns(self.plan.topology.hosts, hosts, offsets, receivers[at])
+
+    def _note_batches(self) -> None:
+        """Enter the draws of :meth:`draw_runs` into the ``(publisher, receivers) -> gid``
+        map of :meth:`group_of`, in draw order (on demand: only tests ask)."""
+        if not self._batches:
+            return
+        table, names = self.groups(), self.plan.topology.hosts
+        for hosts, gids in self._batches:
+            for h, gid in zip(hosts.tolist(), gids.tolist(), strict=True):
+                self._drawn[(names[h], self._receivers(table, gid, names[h]))] = gid
+        self._batches.clear()
 
     def receivers(self, publisher: str, rng: np.random.Generator) -> frozenset[str]:
         return self.draw(publisher, self.version, rng)[1]

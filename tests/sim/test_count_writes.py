@@ -15,6 +15,7 @@ from sim.dataplanes.control_state import (
     TableEntry,
     Ternary,
     count_writes,
+    derived_from,
     diff,
 )
 
@@ -113,3 +114,29 @@ def test_lookups_on_a_layered_state_match_a_plain_one():
         for table in TABLES:
             for key in range(6):
                 assert state.config("s1").lookup(table, key) == want.lookup(table, key)
+
+
+def built(base: ControlState | None, todo, switches=SWITCHES) -> ControlState:
+    builder = StateBuilder(base=base)
+    apply(builder, todo)
+    return builder.build(switches)
+
+
+@given(ops, ops, ops, st.sampled_from([SWITCHES, SWITCHES[:2], SWITCHES[::-1]]))
+def test_derived_states_count_entries_and_writes_as_a_full_comparison(base_ops, a, b, order):
+    """States built on one base (or on none) compare only the switches they touched
+    (derived_from); mixed with states of other bases, switch sets and orders
+    (built without that record), every count is still the full one."""
+    base = plain(base_ops)
+    states = [built(base, a), built(base, b), built(None, a), built(None, b),
+              built(base, b, order), built(None, a, order), base]
+    assert derived_from(states[0]) is not None and derived_from(states[2]) is not None
+    for state in states:
+        assert state.entries == sum(len(es) for c in state.switches.values()
+                                    for es in c.tables.values())
+        assert state.multicast_groups == sum(len(c.multicast_groups)
+                                             for c in state.switches.values())
+        assert tuple(state.switches) in (SWITCHES, order)
+    for old in states:
+        for new in states:
+            assert count_writes(old, new) == len(diff(old, new))

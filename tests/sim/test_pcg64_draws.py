@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.dataplanes import pcg64_draws
-from sim.dataplanes.seeds import RunStreams, child_rngs, seed_words
+from sim.dataplanes.seeds import RunStreams, child_rng, child_rngs, seed_words, seed_words_of
 
 needs_jit = pytest.mark.skipif(pcg64_draws.publisher_and_sample is None,
                                reason="numba not installed (or STACKCAST_NO_JIT=1)")
@@ -92,3 +92,53 @@ def test_run_streams_give_child_rngs_generators_and_words():
 
 def test_kernel_agrees_with_this_numpy():
     assert pcg64_draws.kernel_agrees() is (pcg64_draws.publisher_and_sample is not None)
+
+
+@given(root=st.integers(0, 2**63 - 1),
+       runs=st.lists(st.integers(0, 2**32 - 1), min_size=0, max_size=6))
+def test_seed_words_of_listed_runs_are_their_seed_sequences_words(root, runs):
+    got = seed_words_of(root, "members", np.array(runs, np.int64))
+    assert got.shape == (4, len(runs))
+    for i, run in enumerate(runs):
+        assert got[:, i].tolist() == seed_words(root, "members", 1, run)[:, 0].tolist()
+
+
+def test_seed_words_of_refuses_runs_outside_32_bits():
+    with pytest.raises(ValueError, match="runs must lie in"):
+        seed_words_of(1, "members", np.array([2**32], np.int64))
+
+
+@needs_jit
+@settings(max_examples=100)
+@given(root=st.integers(0, 2**63 - 1), keys=st.lists(st.integers(0, 5), min_size=1, max_size=40),
+       ranges=st.lists(st.integers(1, 3000), min_size=6, max_size=6))
+def test_a_draw_whose_range_the_first_picks_draws_as_numpy(root, keys, ranges):
+    key, span = np.array(keys, np.int64), np.array(ranges, np.int64)
+    runs = 30
+    drawn, index = np.full(runs, -1, np.int64), np.full(runs, -1, np.int64)
+    assert pcg64_draws.publisher_and_index is not None
+    pcg64_draws.publisher_and_index(seed_words(root, "notification", runs), len(key), key, span,
+                                    drawn, index)
+    for r, g in enumerate(child_rngs(root, "notification", runs)):
+        a = int(g.integers(len(key)))
+        assert (drawn[r], index[r]) == (a, int(g.integers(span[key[a]])))
+
+
+@needs_jit
+@settings(max_examples=60)
+@given(root=st.integers(0, 2**63 - 1), data=st.data(),
+       pops=st.lists(st.sampled_from([1, 2, 7, 50, 400, 9_999, 10_001, 30_000]), min_size=1,
+                     max_size=5))
+def test_samples_of_many_streams_draw_as_numpy(root, data, pops):
+    """Every stream's ``choice``, both of numpy's branches (Floyd, tail shuffle)."""
+    ks = [data.draw(st.sampled_from(sorted({0, 1, p // 60, p // 40, p}))) for p in pops]
+    ids = data.draw(st.lists(st.integers(0, 2**32 - 1), min_size=len(pops), max_size=len(pops),
+                             unique=True))
+    offsets = np.concatenate(([0], np.cumsum(ks))).astype(np.int64)
+    out = np.full(offsets[-1], -1, np.int64)
+    assert pcg64_draws.samples is not None
+    pcg64_draws.samples(seed_words_of(root, "members", np.array(ids, np.int64)),
+                        np.array(pops, np.int64), np.array(ks, np.int64), offsets, out)
+    for i, run in enumerate(ids):
+        want = child_rng(root, "members", run).choice(pops[i], size=ks[i], replace=False)
+        assert out[offsets[i]:offsets[i + 1]].tolist() == want.tolist()

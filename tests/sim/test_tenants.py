@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.dataplanes import pcg64_draws
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.groups import Group, GroupSource
-from sim.dataplanes.seeds import child_rng
+from sim.dataplanes.seeds import RunStreams, child_rng, child_rngs
 from sim.workloads.receivers import receiver_model, step_model_names, step_x
 from sim.workloads.tenant_churn import JOIN, LEAVE, ChurnLog
 from sim.workloads.tenant_plan import (
@@ -203,6 +204,61 @@ def test_notifications_are_one_group_sent_by_its_sender() -> None:
     # the runners' draw (uniform over publishers, one entry per group) is uniform over groups
     assert set(counts) == set(range(60))
     assert max(counts.values()) < 2 * 6000 / 60 and min(counts.values()) > 6000 / 60 / 2
+
+
+def per_run_draws(pop: TenantsPopulation, root: int, count: int, start: int
+                  ) -> list[tuple[str, frozenset[str]]]:
+    """The runners' per-run draws (experiments.cells.workload.draw_notifications)."""
+    out = []
+    for run, rng in enumerate(child_rngs(root, "notification", count, start)):
+        publisher = pop.publishers[int(rng.integers(len(pop.publishers)))]
+        out.append((publisher, pop.at(start + run).draw(publisher, start + run, rng)[1]))
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(1, 10**6), groups=st.integers(1, 90), parts=st.integers(1, 4),
+       root=st.integers(0, 2**63 - 1), start=st.integers(0, 10**5), compiled=st.booleans(),
+       data=st.data())
+def test_batched_draws_are_the_per_run_draws(seed, groups, parts, root, start, compiled, data):
+    """draw_runs gives every run's publisher and receivers as the per-run draws do,
+    compiled and through numpy (the fallback where the kernels disagree or are absent)."""
+    part = data.draw(st.integers(0, min(parts, groups) - 1))
+    spec = f"tenants:tenants=12,vms_min=6,vms_max=80,groups={groups},part={part},parts={parts}"
+    with pytest.MonkeyPatch.context() as patch:
+        if not compiled:
+            patch.setattr(pcg64_draws, "kernel_agrees", lambda: False)
+        batched = population(spec, seed=seed).draw_runs(RunStreams(root, "notification", 40,
+                                                                   start))
+    assert batched is not None
+    got = [(batched.publisher(r), batched.receiver_set(r)) for r in range(len(batched))]
+    assert got == per_run_draws(population(spec, seed=seed), root, 40, start)
+    for r in range(len(batched)):  # sorted, distinct, never the publisher's own host
+        hosts = batched.receivers[batched.offsets[r]:batched.offsets[r + 1]].tolist()
+        assert hosts == sorted(set(hosts)) and batched.publishers[r] not in hosts
+
+
+def test_a_batch_draws_what_the_kernel_is_checked_against() -> None:
+    """Without this the test above would compare the fallback with itself."""
+    assert pcg64_draws.kernel_agrees() == (pcg64_draws.samples is not None)
+
+
+def test_group_of_knows_the_groups_of_batched_draws() -> None:
+    pop = population()
+    batched = pop.draw_runs(RunStreams(9, "notification", 300))
+    assert batched is not None
+    table = pop.groups()
+    for r in range(len(batched)):
+        publisher, receivers = batched.publisher(r), batched.receiver_set(r)
+        gid = pop.group_of(publisher, receivers)
+        assert gid is not None and pop.plan.topology.hosts[pop.plan.sender_host[gid]] == publisher
+        assert receivers == set(table[gid].hosts) - {publisher}
+
+
+def test_no_batch_under_churn_or_for_one_forced_publisher() -> None:
+    assert population(CHURN).draw_runs(RunStreams(1, "notification", 5)) is None
+    pop = population()
+    assert pop.draw_runs(RunStreams(1, "notification", 5), pop.publishers[0]) is None
 
 
 def test_parts_split_the_groups_and_share_the_datacenter() -> None:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from support.random_topologies import scenarios
 
+from sim.dataplanes import trees
 from sim.dataplanes.trees import (
     _bfs_compiled,
     bfs_next_hops,
@@ -18,6 +19,7 @@ from sim.dataplanes.trees import (
     spanning_tree,
     steiner_tree,
 )
+from topologies.specs import load_topology
 
 
 def check_tree(topo, tree, root, targets):
@@ -139,3 +141,19 @@ def test_hop_distances_are_the_bfs_hops_compiled_and_interpreted(case):
         jit = np.full_like(want, -1)
         kernel(adj.start, adj.nb, jit, np.empty(len(sw), np.int64))
         assert np.array_equal(jit, want)
+
+
+def test_bfs_parents_cache_holds_its_budget_and_gives_the_same_trees(monkeypatch):
+    topo = load_topology("jellyfish:switches=40,degree=4,seed=3")
+    monkeypatch.setattr(trees, "BFS_CACHE_ENTRIES", 3 * 40)  # about three roots
+    trees._bfs_cache.clear()
+    trees._bfs_held[0] = 0
+    for _ in range(2):
+        for root in topo.switches:
+            got = trees.bfs_parents(topo, root)
+            assert got == trees._bfs(topo, root)
+            assert trees.bfs_parents(topo, root) is got  # kept while it is the newest
+            assert 1 <= len(trees._bfs_cache) <= 3
+            assert trees._bfs_held[0] == sum(len(p) + 1 for p in trees._bfs_cache.values())
+    trees._bfs_cache.clear()
+    trees._bfs_held[0] = 0
