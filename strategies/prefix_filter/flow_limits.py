@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from strategies.prefix_filter.dz import (
@@ -134,6 +135,15 @@ class PrefixTable:
             if hit is not None:
                 return hit
         return frozenset()
+
+    def carries(self, prefixes: AbstractSet[str], port: int) -> bool:
+        """True if a flow keyed by one of ``prefixes`` (the prefixes of a dz, itself
+        included) carries ``port``: then ``install(dz, (port,))`` changes nothing
+        (Algorithm 1's full cover, seed 001 §4.2). One set intersection instead of a
+        lookup per prefix; the hashes of ``prefixes`` are computed once by the caller.
+        """
+        flows = self.flows
+        return any(port in flows[a] for a in flows.keys() & prefixes)
 
     # -- Algorithm 1 -------------------------------------------------------
     def install(self, dz: str, ports: Iterable[int]) -> bool:
