@@ -143,7 +143,10 @@ class PrefixTable:
         lookup per prefix; the hashes of ``prefixes`` are computed once by the caller.
         """
         flows = self.flows
-        return any(port in flows[a] for a in flows.keys() & prefixes)
+        for a in flows.keys() & prefixes:
+            if port in flows[a]:
+                return True
+        return False
 
     # -- Algorithm 1 -------------------------------------------------------
     def install(self, dz: str, ports: Iterable[int]) -> bool:
