@@ -220,7 +220,7 @@ class PleromaModel:
         """The unlimited flow tables (recomputed for the switches changed since)."""
         for sw in sorted(self.dirty):
             self.unlimited_cache[sw] = {
-                port: normalize_flows({dz: set(c) for dz, c in flows.items() if c})
+                port: normalize_flows({dz: c for dz, c in flows.items() if c})
                 for port, flows in self.logical.get(sw, {}).items()}
         self.dirty = set()
         return self.unlimited_cache
