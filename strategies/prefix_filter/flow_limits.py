@@ -102,30 +102,18 @@ class PrefixTable:
             if self._leaf is not None:
                 self._pending.add(dz)
         if self._carriers is not None:
-            self._carried(dz, old or frozenset(), ports)
+            _recarry(self._carriers, dz, old or frozenset(), ports)
         self.flows[dz] = ports
         self._wrote(dz)
 
     def delete(self, dz: str) -> None:
         if self._carriers is not None:
-            self._carried(dz, self.flows[dz], frozenset())
+            _recarry(self._carriers, dz, self.flows[dz], frozenset())
         del self.flows[dz]
         self.keys.pop(bisect_left(self.keys, dz))
         if self._leaf is not None:
             self._pending.add(dz)
         self._wrote(dz)
-
-    def _carried(self, dz: str, old: Ports, new: Ports) -> None:
-        carriers = self._carriers
-        assert carriers is not None
-        for p in old - new:
-            carriers[p].discard(dz)
-        for p in new - old:
-            keys = carriers.get(p)
-            if keys is None:
-                carriers[p] = {dz}
-            else:
-                keys.add(dz)
 
     def _wrote(self, dz: str) -> None:
         self._cheapest = None
@@ -284,6 +272,18 @@ class PrefixTable:
             self.delete(node)
             removed.append(node)
         return merged, removed
+
+
+def _recarry(carriers: dict[int, set[str]], dz: str, old: Ports, new: Ports) -> None:
+    """Move ``dz`` between the carrier sets of :meth:`PrefixTable.carries` (ports old -> new)."""
+    for p in old - new:
+        carriers[p].discard(dz)
+    for p in new - old:
+        keys = carriers.get(p)
+        if keys is None:
+            carriers[p] = {dz}
+        else:
+            keys.add(dz)
 
 
 def normalize_flows(logical: Mapping[str, Iterable[int]]) -> PrefixTable:

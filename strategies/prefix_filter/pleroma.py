@@ -12,7 +12,8 @@ Control plane (seed 001 §2-§5):
    installed on every switch of the tree path, ingress = port towards the
    publisher, egress = next hop towards the subscriber (seed 004's explicit
    step 3).
-3. Flow installation by Algorithm 1 (:meth:`PrefixTable.install`); the
+3. Flow installation by Algorithm 1 (:meth:`PrefixTable.install`, each distinct
+   hop of a subscription once: :mod:`strategies.prefix_filter.pleroma_install`); the
    logical (unlimited) flow set is kept as ground truth (digest A5.1).
 4. Flow limits (``flow_limit`` > 0, one slot reserved by ``reserve_slot``):
    the local enforcer (``local``: ``baseline`` / ``min-space``) runs on every
