@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from strategies.prefix_filter.dz import (
@@ -66,7 +67,8 @@ class PrefixTable:
     (:func:`min_space_costs`) consistent.
     """
 
-    __slots__ = ("flows", "keys", "_leaf", "_pending", "_cheapest", "_costs", "_written")
+    __slots__ = ("flows", "keys", "_leaf", "_pending", "_cheapest", "_costs", "_written",
+                 "_carriers")
 
     def __init__(self, flows: Mapping[str, Iterable[int]] | None = None) -> None:
         self.flows: dict[str, Ports] = {k: frozenset(v) for k, v in (flows or {}).items()}
@@ -81,6 +83,8 @@ class PrefixTable:
         self._costs: dict[str, float] | None = None
         #: keys inserted, deleted or given other ports since the last costing
         self._written: set[str] = set()
+        #: port -> keys whose flow carries it (None: not built yet; :meth:`carries`)
+        self._carriers: dict[int, set[str]] | None = None
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -92,14 +96,19 @@ class PrefixTable:
         return out
 
     def set(self, dz: str, ports: Ports) -> None:
-        if dz not in self.flows:
+        old = self.flows.get(dz)
+        if old is None:
             insort(self.keys, dz)
             if self._leaf is not None:
                 self._pending.add(dz)
+        if self._carriers is not None:
+            _recarry(self._carriers, dz, old or frozenset(), ports)
         self.flows[dz] = ports
         self._wrote(dz)
 
     def delete(self, dz: str) -> None:
+        if self._carriers is not None:
+            _recarry(self._carriers, dz, self.flows[dz], frozenset())
         del self.flows[dz]
         self.keys.pop(bisect_left(self.keys, dz))
         if self._leaf is not None:
@@ -135,6 +144,22 @@ class PrefixTable:
                 return hit
         return frozenset()
 
+    def carries(self, prefixes: AbstractSet[str], port: int) -> bool:
+        """True if a flow keyed by one of ``prefixes`` (the prefixes of a dz, itself
+        included) carries ``port``: then ``install(dz, (port,))`` changes nothing
+        (Algorithm 1's full cover, seed 001 §4.2). One disjointness test against the
+        keys that carry ``port`` (kept up to date by :meth:`set` and :meth:`delete`)
+        instead of a lookup per prefix; the caller hashes ``prefixes`` once.
+        """
+        if self._carriers is None:
+            carriers: dict[int, set[str]] = {}
+            for k, ports in self.flows.items():
+                for p in ports:
+                    carriers.setdefault(p, set()).add(k)
+            self._carriers = carriers
+        keys = self._carriers.get(port)
+        return keys is not None and not keys.isdisjoint(prefixes)
+
     # -- Algorithm 1 -------------------------------------------------------
     def install(self, dz: str, ports: Iterable[int]) -> bool:
         """Install flow ``(dz -> ports)`` by Algorithm 1; True if the table changed."""
@@ -148,8 +173,7 @@ class PrefixTable:
         fnew = frozenset(new)
         below = list(self.descendants(dz))
         for k in below:
-            self.flows[k] = self.flows[k] | fnew
-            self._wrote(k)
+            self.set(k, self.flows[k] | fnew)
         self.set(dz, fnew)
         self._drop_covered(below)
         return True
@@ -248,6 +272,18 @@ class PrefixTable:
             self.delete(node)
             removed.append(node)
         return merged, removed
+
+
+def _recarry(carriers: dict[int, set[str]], dz: str, old: Ports, new: Ports) -> None:
+    """Move ``dz`` between the carrier sets of :meth:`PrefixTable.carries` (ports old -> new)."""
+    for p in old - new:
+        carriers[p].discard(dz)
+    for p in new - old:
+        keys = carriers.get(p)
+        if keys is None:
+            carriers[p] = {dz}
+        else:
+            keys.add(dz)
 
 
 def normalize_flows(logical: Mapping[str, Iterable[int]]) -> PrefixTable:

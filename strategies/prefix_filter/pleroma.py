@@ -12,7 +12,8 @@ Control plane (seed 001 §2-§5):
    installed on every switch of the tree path, ingress = port towards the
    publisher, egress = next hop towards the subscriber (seed 004's explicit
    step 3).
-3. Flow installation by Algorithm 1 (:meth:`PrefixTable.install`); the
+3. Flow installation by Algorithm 1 (:meth:`PrefixTable.install`, each distinct
+   hop of a subscription once: :mod:`strategies.prefix_filter.pleroma_install`); the
    logical (unlimited) flow set is kept as ground truth (digest A5.1).
 4. Flow limits (``flow_limit`` > 0, one slot reserved by ``reserve_slot``):
    the local enforcer (``local``: ``baseline`` / ``min-space``) runs on every
@@ -44,7 +45,7 @@ seed 004 §2.3 (flow computation step 3); digest seed001-004 A1-A5, Part C.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -91,6 +92,12 @@ from strategies.prefix_filter.pleroma_global import (
     emulate_links,
     self_evaluate,
     switch_deployment_peak,
+)
+from strategies.prefix_filter.pleroma_install import (
+    Enforcer,
+    PathFlows,
+    Record,
+    install_batched,
 )
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
@@ -198,9 +205,10 @@ class PleromaModel:
     subs: dict[int, Subscription]
     sub_dz: dict[int, tuple[str, ...]]
     adv_dz: dict[str, tuple[str, ...]]
-    logical: dict[str, dict[int, dict[str, Counter[int]]]]
+    #: switch -> ingress -> dz -> egress port -> (subscription, publisher) pairs needing it
+    logical: dict[str, dict[int, dict[str, dict[int, int]]]]
     physical: Tables
-    records: dict[int, list[tuple[str, int, str, int]]]
+    records: dict[int, list[Record]]
     since_global: int = 0
     peak: int = 0
     global_runs: int = 0
@@ -213,7 +221,7 @@ class PleromaModel:
         """The unlimited flow tables (recomputed for the switches changed since)."""
         for sw in sorted(self.dirty):
             self.unlimited_cache[sw] = {
-                port: normalize_flows({dz: set(c) for dz, c in flows.items() if c})
+                port: normalize_flows({dz: c for dz, c in flows.items() if c})
                 for port, flows in self.logical.get(sw, {}).items()}
         self.dirty = set()
         return self.unlimited_cache
@@ -234,6 +242,10 @@ class PleromaDz(ContentStrategy):
         self._rng = child_rng(self.params.seed, "pleroma-local")
         self._space: Any = None  # the event space and header layout of the last build
         self._layout_cache: PubsubLayout | None = None
+        #: how a subscription's flows are installed (:func:`install_reference` is the
+        #: definition, :func:`install_batched` the same result with less work)
+        self.install_flows: Callable[[PleromaModel, Sequence[PathFlows], Enforcer],
+                                     list[Record]] = install_batched
 
     # -- helpers -------------------------------------------------------------
     def _layout(self, view: Any) -> PubsubLayout:
@@ -317,46 +329,29 @@ class PleromaDz(ContentStrategy):
         model.subs[sub.sub_id] = sub
         model.sub_dz[sub.sub_id] = decompose(sub.box, view.space, model.length, p.max_dz,
                                              model.dims)
-        recs: list[tuple[str, int, str, int]] = []
-        limit = p.effective_limit
+        paths = []
         for pub in view.publishers:
             if pub == sub.host:
                 continue
             flows = self._flows_for(model, pub, sub)
-            if not flows:
-                continue
-            for sw, inp, out in routing.hops(pub, sub.host):
-                per = model.logical.setdefault(sw, {}).setdefault(inp, {})
-                tables = model.physical.setdefault(sw, {})
-                table = tables.get(inp)
-                if table is None:
-                    table = tables[inp] = PrefixTable()
-                for dz in flows:
-                    counter = per.get(dz)
-                    if counter is None:
-                        counter = per[dz] = Counter()
-                    counter[out] += 1
-                    recs.append((sw, inp, dz, out))
-                    if not table.install(dz, (out,)):
-                        continue
-                    count = sum(len(t) for t in tables.values())
-                    model.peak = max(model.peak, count)
-                    if limit and count > limit:
-                        for port, node in enforce_local(tables, limit, p.local_mode,
-                                                        self._rng, self.stats):
-                            model.merged.setdefault((sw, port), set()).add(node)
+            if flows:
+                paths.append((tuple(flows), routing.hops(pub, sub.host)))
+        enforcer = Enforcer(p.effective_limit, p.local_mode, self._rng, self.stats)
+        recs = self.install_flows(model, paths, enforcer)
         model.records[sub.sub_id] = recs
         model.dirty.update(sw for sw, _, _, _ in recs)
 
     def _remove(self, model: PleromaModel, sid: int) -> set[tuple[str, int]]:
         touched = set()
-        for sw, inp, dz, out in model.records.pop(sid, []):
-            c = model.logical[sw][inp][dz]
-            c[out] -= 1
-            if c[out] <= 0:
-                del c[out]
-            if not c:
-                del model.logical[sw][inp][dz]
+        for sw, inp, out, flows in model.records.pop(sid, []):
+            per = model.logical[sw][inp]
+            for dz in flows:
+                c = per[dz]
+                c[out] -= 1
+                if c[out] <= 0:
+                    del c[out]
+                if not c:
+                    del per[dz]
             touched.add((sw, inp))
         del model.subs[sid]
         model.sub_dz.pop(sid, None)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.dataplanes.content_space import AttributeSpace, Box
 from strategies.prefix_filter.dz import (
     decompose,
+    decompose_reference,
     difference,
     dz_box,
     dz_from_address,
@@ -105,3 +106,24 @@ def test_set_arithmetic() -> None:
     assert intersect(["0000", "0011"], ["00"]) == ("0000", "0011")
     assert difference("00", ["0000", "0011"], 4) == ("0001", "0010")
     assert set_size(["00", "0000", "1"]) == 0.75
+
+
+@st.composite
+def _space_box(draw):
+    bits = draw(st.lists(st.integers(1, 6), min_size=1, max_size=4))
+    space = AttributeSpace(tuple(f"a{i}" for i in range(len(bits))), tuple(bits))
+    bounds = []
+    for b in bits:
+        lo, hi = sorted(draw(st.tuples(st.integers(0, 2**b - 1), st.integers(0, 2**b - 1))))
+        bounds.append((lo, hi))
+    dims = draw(st.none() | st.lists(st.integers(0, len(bits) - 1), min_size=1,
+                                     max_size=len(bits), unique=True).map(tuple))
+    return space, Box(tuple(bounds)), dims
+
+
+@settings(max_examples=400)
+@given(_space_box(), st.integers(0, 26), st.integers(0, 12))
+def test_decompose_equals_the_reference(space_box, length: int, cap: int) -> None:
+    space, box, dims = space_box
+    assert decompose(box, space, length, cap, dims) == decompose_reference(box, space, length,
+                                                                           cap, dims)
