@@ -59,7 +59,8 @@ class BddCompiler:
         self.misses = 0
 
     def next_round(self) -> None:
-        """Forget the partitions no compilation since the previous call used."""
+        """Start a round (one control-plane build): partitions that neither this round
+        nor the previous one uses are forgotten."""
         self._older, self._parts = self._parts, {}
 
     def _intern(self, ns: int, level: int, conj: Conj, label: frozenset[int]) -> int:
