@@ -18,10 +18,12 @@ Compilation (§5.2): each switch's rules ``filter : fwd(port)`` (the up port
 is label 0) go through :func:`strategies.camus.bdd.compile_bdd` (``table="bdd"``)
 or the one-big-table baseline (``table="one-big-table"``: the overlap
 closure of :mod:`strategies.range_filter.range_boxes`, priority = covering count). A
-switch is recompiled from scratch whenever its filter set changes (Camus is
-not incremental, D20); switches whose filter set is unchanged keep their
-state, so the control writes and the controller time measure the
-recompilation.
+switch is recompiled whenever its filter set changes (Camus is not
+incremental, D20: the pipeline is the one a compilation from scratch gives,
+:class:`strategies.camus.bdd_memo.BddCompiler` only remembers the value
+partitions of residual functions it has seen); switches whose filter set is
+unchanged keep their state, so the control writes and the controller time
+measure the recompilation.
 
 Data plane ``camus``: the header carries the event values (``value_bits``
 each) after Ethernet; see :mod:`sim.dataplanes.camus.reference`.
@@ -61,13 +63,23 @@ from sim.dataplanes.camus.reference import (
     field_table,
 )
 from sim.dataplanes.content_space import Box
-from sim.dataplanes.control_state import ControlState, Exact, Range, StateBuilder, TableEntry
+from sim.dataplanes.control_state import (
+    ControlState,
+    Exact,
+    Range,
+    StateBuilder,
+    SwitchConfig,
+    TableEntry,
+    count_writes,
+    mark_writes,
+)
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.event_header import PubsubLayout
 from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, host_mac
 from strategies.base import Encoding, register_strategy
 from strategies.camus.bdd import Conj, Pipeline, compile_bdd, round_alpha
+from strategies.camus.bdd_memo import BddCompiler
 from strategies.content_filter import (
     ContentStrategy,
     GroupAllocator,
@@ -189,6 +201,13 @@ class CamusBdd(ContentStrategy):
         self.layout = PubsubLayout(1, self.params.value_bits)
         self.compiled: dict[str, Pipeline | int] = {}
         self.overflowed: set[str] = set()
+        #: the BDD compiler that remembers partitions across updates (None: the reference
+        #: :func:`~strategies.camus.bdd.compile_bdd` from scratch; same pipelines)
+        self.compiler: BddCompiler | None = BddCompiler()
+        #: per switch: its last BDD tables as plain values (table -> (state, lo, hi) -> next
+        #: state or leaf action), and the configuration they were installed in
+        self._plain: dict[str, dict[str, dict[tuple[int, int, int], Any]]] = {}
+        self._installed: dict[str, SwitchConfig] = {}
 
     def model(self) -> CamusDataPlane:
         names = tuple(n for n, _ in self.fields)
@@ -228,13 +247,21 @@ class CamusBdd(ContentStrategy):
         self.layout = PubsubLayout(view.space.d, p.value_bits)
         routing = self.routing_for(topology)
         lay = layers(topology, routing)
+        if self.compiler is not None:
+            self.compiler.next_round()
         configs = {}
         for sw in topology.switches:
             rules = self.rules_for(topology, view, sw, lay[sw])
             key = (tuple(rules), lay[sw].up)
-            configs[sw] = self._cache.config(
+            before, old = self._plain.get(sw), self._installed.get(sw)
+            cfg = configs[sw] = self._cache.config(
                 sw, key, lambda b, sw=sw, rules=rules, up=lay[sw].up: self._fill(
                     b, sw, rules, up))
+            after = self._plain.get(sw)
+            if cfg is not old and old is not None and before is not None \
+                    and after is not None and after is not before:
+                mark_writes(cfg, old, plain_writes(before, after, old, cfg))
+            self._installed[sw] = cfg
         return ControlState(switches=configs)
 
     def _leaf_action(self, sw: str, label: frozenset[int], ids: dict[tuple[int, ...], int]
@@ -253,6 +280,7 @@ class CamusBdd(ContentStrategy):
                                              (("port", port),)))
             # p4/camus.p4 sends the up copy as an I2E clone to session <port>
             builder.add_clone_session(sw, port, port)
+        self._plain.pop(sw, None)
         if not rules:
             self.groups.assign(sw, ())
             self.compiled[sw] = 0
@@ -282,7 +310,8 @@ class CamusBdd(ContentStrategy):
                     action, params, priority=prio[box]))
             self.orders.pop(sw, None)
             return
-        pipe = compile_bdd(rules, self.fields, p.order)
+        pipe = (compile_bdd(rules, self.fields, p.order) if self.compiler is None
+                else self.compiler.compile(rules, self.fields, p.order))
         self.compiled[sw] = pipe
         self.orders[sw] = tuple(n for n, _ in pipe.fields)
         sets = {tuple(sorted(lab - {UP})) for lab in pipe.leaf.values()
@@ -290,8 +319,10 @@ class CamusBdd(ContentStrategy):
         ids = self.groups.assign(sw, sets)
         for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
             builder.add_group(sw, gid, ports)
+        plain: dict[str, dict[tuple[int, int, int], Any]] = {}
         for (name, _), table in zip(pipe.fields, pipe.tables, strict=True):
             for e in table:
+                plain.setdefault(field_table(name, e.kind), {})[(e.state, e.lo, e.hi)] = e.next
                 st = (KEY_STATE, Exact(e.state))
                 if e.kind == "miss":
                     match: tuple[Any, ...] = (st,)
@@ -304,8 +335,10 @@ class CamusBdd(ContentStrategy):
                                                  priority=1 if e.kind == "range" else 0))
         for state, label in sorted(pipe.leaf.items()):
             action, params = self._leaf_action(sw, label, ids)
+            plain.setdefault(ACTIONS, {})[(state, 0, 0)] = (action, params)
             builder.add_entry(sw, TableEntry(ACTIONS, ((KEY_STATE, Exact(state)),), action,
                                              params))
+        self._plain[sw] = plain
 
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
@@ -343,3 +376,33 @@ class CamusBdd(ContentStrategy):
         if type(self) is not CamusBdd:
             return None
         return self.content_fast_path(topology, delays, CamusFamily())
+
+
+_MISS = object()
+
+
+def plain_writes(before: dict[str, dict[tuple[int, int, int], Any]],
+                 after: dict[str, dict[tuple[int, int, int], Any]],
+                 old: SwitchConfig, new: SwitchConfig) -> int:
+    """The writes from ``old`` to ``new`` (:func:`~sim.dataplanes.control_state.count_writes`)
+    of two BDD configurations, their BDD tables compared as plain values.
+
+    ``before`` / ``after``: the BDD field and leaf tables of ``old`` / ``new`` as
+    ``table -> (state, lo, hi) -> next state or (action, params)``; that key is the
+    entry's P4Runtime key within its table (a miss entry is ``(state, 0, 0)``, an exact
+    one ``(state, v, v)``) and the value what else the entry holds, so equal plain
+    entries are equal entries. The other tables, groups and sessions are compared as
+    :func:`~sim.dataplanes.control_state.count_writes` does.
+    """
+    count = 0
+    for table in before.keys() | after.keys():
+        b, a = before.get(table, {}), after.get(table, {})
+        count += sum(1 for k, v in a.items() if b.get(k, _MISS) != v)
+        count += sum(1 for k in b if k not in a)
+
+    def rest(cfg: SwitchConfig) -> ControlState:
+        return ControlState(switches={"": SwitchConfig(
+            tables={t: es for t, es in cfg.tables.items() if t not in before and t not in after},
+            multicast_groups=cfg.multicast_groups, clone_sessions=cfg.clone_sessions)})
+
+    return count + count_writes(rest(old), rest(new))
