@@ -255,6 +255,22 @@ def test_group_of_knows_the_groups_of_batched_draws() -> None:
         assert receivers == set(table[gid].hosts) - {publisher}
 
 
+def test_group_of_after_batched_draws_names_the_last_drawn_group() -> None:
+    """Few hosts and many groups: groups of one sender often share their receivers,
+    so "the last draw with these hosts" differs from the lowest such gid."""
+    spec = "tenants:tenants=3,vms_min=6,vms_max=12,groups=80"
+    batched, per_run = population(spec), population(spec)
+    drawn = batched.draw_runs(RunStreams(4, "notification", 400))
+    assert drawn is not None
+    per_run_draws(per_run, 4, 400, 0)
+    keys = {(drawn.publisher(r), drawn.receiver_set(r)) for r in range(len(drawn))}
+    lowest = [k for k in keys if per_run.group_of(*k) != min(
+        int(g) for g in per_run._candidates(k[0])
+        if per_run._receivers(per_run.groups(), int(g), k[0]) == k[1])]
+    assert lowest  # the case this test is about occurs
+    assert all(batched.group_of(*k) == per_run.group_of(*k) for k in keys)
+
+
 def test_no_batch_under_churn_or_for_one_forced_publisher() -> None:
     assert population(CHURN).draw_runs(RunStreams(1, "notification", 5)) is None
     pop = population()
