@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
 
+from sim.dataplanes.virtual_tree.codec import LabelFormat
 from strategies.virtual_tree.encoder import encoder_graph
 from topologies.model import Topology
 
@@ -93,12 +94,21 @@ class TreePorts:
     #: link sets remembered before everything is forgotten at once
     LIMIT = 1 << 15
 
-    __slots__ = ("topology", "_ports", "_connected")
+    __slots__ = ("topology", "_ports", "_connected", "_masks", "_edge_bits", "bits",
+                 "_entries")
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         self._ports: dict[frozenset[int], dict[str, list[int]]] = {}
         self._connected: dict[frozenset[int], bool] = {}
+        self._masks: dict[frozenset[int], int] = {}
+        self._entries: dict[tuple[frozenset[int], int], list[tuple[str, int]]] = {}
+        g = encoder_graph(topology)
+        #: switch -> its bit in :meth:`switch_mask` (its encoder-graph index)
+        self.bits = {s: 1 << i for s, i in g.index.items()}
+        #: edge id -> the bits of its switch ends (as ``tree_ports`` finds them)
+        self._edge_bits = tuple(sum(self.bits[node] for node, _ in ends)
+                                for ends in g.edge_ports)
 
     def ports(self, edges: frozenset[int]) -> dict[str, list[int]]:
         """``tree_ports(topology, sorted(edges))``."""
@@ -107,6 +117,30 @@ class TreePorts:
             if len(self._ports) >= self.LIMIT:
                 self._ports.clear()
             got = self._ports[edges] = tree_ports(self.topology, sorted(edges))
+        return got
+
+    def switch_mask(self, edges: frozenset[int]) -> int:
+        """The switches of ``ports(edges)`` as one bitmask (:attr:`bits`)."""
+        got = self._masks.get(edges)
+        if got is None:
+            if len(self._masks) >= self.LIMIT:
+                self._masks.clear()
+            bits = self._edge_bits
+            got = 0
+            for e in edges:
+                got |= bits[e]
+            self._masks[edges] = got
+        return got
+
+    def port_masks(self, edges: frozenset[int], fmt: LabelFormat) -> list[tuple[str, int]]:
+        """``(switch, fmt.port_mask(ports))`` of ``ports(edges)``, in its order."""
+        key = (edges, fmt.bitmask_bits)
+        got = self._entries.get(key)
+        if got is None:
+            if len(self._entries) >= self.LIMIT:
+                self._entries.clear()
+            got = self._entries[key] = [(s, fmt.port_mask(on))
+                                        for s, on in self.ports(edges).items()]
         return got
 
     def connected(self, edges: frozenset[int]) -> bool:
