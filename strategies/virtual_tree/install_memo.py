@@ -80,6 +80,38 @@ def is_connected(topology: Topology, edges: Iterable[int]) -> bool:
     return len({find(n) for n in nodes}) <= 1
 
 
+def link_index(topology: Topology) -> tuple[tuple[int, int], ...]:
+    """Per link, in ``topology.links`` order, its two nodes as numbers (every node of
+    the topology numbered): :func:`link_ends` as integers."""
+    number: dict[str, int] = {}
+    return tuple((number.setdefault(link.a, len(number)), number.setdefault(link.b, len(number)))
+                 for link in topology.links)
+
+
+def links_connected(ends: tuple[tuple[int, int], ...], edges: Iterable[int]) -> bool:
+    """:func:`is_connected` on :func:`link_index`'s numbers (link ``e`` is
+    ``ends[e - 1]``, as :func:`link_ends` reads it): one component when every
+    union but ``nodes - 1`` found its ends already joined (path halving)."""
+    parent: dict[int, int] = {}
+    joins = 0
+    for e in edges:
+        a, b = ends[e - 1]
+        if a not in parent:
+            parent[a] = a
+        if b not in parent:
+            parent[b] = b
+        while (up := parent[a]) != a:
+            parent[a] = top = parent[up]
+            a = top
+        while (up := parent[b]) != b:
+            parent[b] = top = parent[up]
+            b = top
+        if a != b:
+            parent[a] = b
+            joins += 1
+    return len(parent) - joins <= 1
+
+
 class TreePorts:
     """:func:`tree_ports` and :func:`is_connected` of link sets of one topology, remembered.
 
@@ -95,7 +127,7 @@ class TreePorts:
     LIMIT = 1 << 15
 
     __slots__ = ("topology", "_ports", "_connected", "_masks", "_edge_bits", "bits",
-                 "_entries")
+                 "_entries", "_link_index")
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
@@ -109,6 +141,7 @@ class TreePorts:
         #: edge id -> the bits of its switch ends (as ``tree_ports`` finds them)
         self._edge_bits = tuple(sum(self.bits[node] for node, _ in ends)
                                 for ends in g.edge_ports)
+        self._link_index = link_index(topology)
 
     def ports(self, edges: frozenset[int]) -> dict[str, list[int]]:
         """``tree_ports(topology, sorted(edges))``."""
@@ -144,12 +177,12 @@ class TreePorts:
         return got
 
     def connected(self, edges: frozenset[int]) -> bool:
-        """``is_connected(topology, edges)``."""
+        """``is_connected(topology, edges)`` (by :func:`links_connected`)."""
         got = self._connected.get(edges)
         if got is None:
             if len(self._connected) >= self.LIMIT:
                 self._connected.clear()
-            got = self._connected[edges] = is_connected(self.topology, edges)
+            got = self._connected[edges] = links_connected(self._link_index, edges)
         return got
 
 
@@ -199,4 +232,5 @@ class CandidateTape(Generic[T]):
         return len(self._items)
 
 
-__all__ = ["CandidateTape", "TreePorts", "is_connected", "link_ends", "tree_ports"]
+__all__ = ["CandidateTape", "TreePorts", "is_connected", "link_ends", "link_index",
+           "links_connected", "tree_ports"]

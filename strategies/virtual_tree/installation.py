@@ -108,6 +108,7 @@ from strategies.virtual_tree.labels import (
     label_format,
     validate_label_params,
 )
+from strategies.virtual_tree.steiner_jit import sph_kernel
 from topologies.model import Topology
 from topologies.registry import SpecError, check
 
@@ -149,8 +150,48 @@ def steiner_links(topology: Topology, switches: Iterable[str]) -> frozenset[int]
     """Links of the shortest-path Steiner heuristic over ``switches`` (all weights 1).
 
     The tree grows from the lowest-index switch; ties as in
-    :func:`strategies.virtual_tree.encoder.steiner_sph`.
+    :func:`strategies.virtual_tree.encoder.steiner_sph`. Calls the compiled
+    routine with the graph's zero weights and result buffers kept
+    (:func:`_sph_buffers`) rather than made per call; a tree it does not find
+    (terminals not connected) goes to :func:`steiner_links_reference`, which
+    raises its error. The same links as the reference
+    (``tests/strategies/test_vt_install_fast.py``); vt-random and
+    vt-random-variant draw thousands of these per install.
     """
+    g = encoder_graph(topology)
+    idx = sorted({g.index[s] for s in switches})
+    if len(idx) < 2:
+        return frozenset()
+    if sph_kernel is None:
+        return steiner_links_reference(topology, switches)
+    zeros, edges, nodes = _sph_buffers(g)
+    status, n_edges, _, _, _ = sph_kernel(g.arrays, zeros, zeros, idx[0],
+                                          np.array(idx[1:], np.int64), -1, edges, nodes)
+    if status != 0:
+        return steiner_links_reference(topology, switches)
+    return frozenset(edges[:n_edges].tolist())
+
+
+#: id(graph) -> (graph, per-edge zeros, edge and node buffers) of :func:`steiner_links`
+_BUFFERS: dict[int, tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _sph_buffers(g: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-edge zeros (no virtual links, no terminal host links: the kernel only reads
+    them) and result buffers of ``g``, kept while ``g`` is (at most 64 graphs)."""
+    hit = _BUFFERS.get(id(g))
+    if hit is None or hit[0] is not g:
+        if len(_BUFFERS) >= 64:
+            _BUFFERS.clear()
+        hit = _BUFFERS[id(g)] = (g, np.zeros(g.edge_count, np.uint8),
+                                 np.empty(len(g.names), np.int64),
+                                 np.empty(len(g.names), np.int64))
+    return hit[1], hit[2], hit[3]
+
+
+def steiner_links_reference(topology: Topology, switches: Iterable[str]) -> frozenset[int]:
+    """:func:`steiner_links` through :func:`~strategies.virtual_tree.encoder.steiner_sph`
+    (the definition)."""
     g = encoder_graph(topology)
     idx = sorted({g.index[s] for s in switches})
     if len(idx) < 2:

@@ -19,7 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.dataplanes.virtual_tree.codec import LabelFormat
-from strategies.virtual_tree.install_memo import TreePorts
+from strategies.virtual_tree.install_memo import (
+    TreePorts,
+    is_connected,
+    link_index,
+    links_connected,
+)
 from strategies.virtual_tree.installation import (
     Candidate,
     VirtualTree,
@@ -28,6 +33,7 @@ from strategies.virtual_tree.installation import (
     install_trees,
     install_trees_reference,
     steiner_links,
+    steiner_links_reference,
 )
 from tests.support.random_topologies import random_topology
 
@@ -134,3 +140,28 @@ def test_build_state_of_any_trees_equals_the_reference(n, seed, data):
     want = outcome(lambda: build_state_reference(topology, fmt, trees, 81))
     got = outcome(lambda: build_state(topology, fmt, trees, 81, ports=memo))
     assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 14), st.integers(0, 2**16), st.integers(1, 3), st.data())
+def test_links_connected_equals_is_connected(n, seed, hosts, data):
+    """Any link list (repeats, host links, link 0 read as the last one as
+    ``link_ends`` reads it): the same answer as the union-find on names."""
+    topology = random_topology(n, data.draw(st.integers(0, n)), seed, hosts)
+    ids = [lk.edge_id for lk in topology.links]
+    edges = data.draw(st.lists(st.sampled_from([0, *ids]), max_size=12))
+    want = is_connected(topology, edges)
+    assert links_connected(link_index(topology), edges) == want
+    assert TreePorts(topology).connected(frozenset(edges)) == is_connected(topology,
+                                                                          frozenset(edges))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 16), st.integers(0, 2**16), st.data())
+def test_steiner_links_equals_the_reference(n, seed, data):
+    """The kept-buffer call finds the reference's links for any terminals, one
+    call after another on the same graph (buffers reused)."""
+    topology = random_topology(n, data.draw(st.integers(0, n)), seed)
+    for _ in range(3):
+        terms = data.draw(st.lists(st.sampled_from(topology.switches), max_size=n + 2))
+        assert steiner_links(topology, terms) == steiner_links_reference(topology, terms)
