@@ -382,11 +382,11 @@ def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[Virtua
     builder = StateBuilder(base=port_rules(topology, fmt, caches))
     added: list[tuple[str, TableEntry]] = []
     for t in installed:
-        masks = memo.port_masks(frozenset(t.edges), fmt) if t.edges else ()
-        if masks:
+        edges = frozenset(t.edges)
+        if edges and memo.ports(edges):  # the label first, as the reference's first entry
             match = ((KEY_LABEL, Exact(tree_label(fmt, t.tree_id))),)
             added.extend((sw, TableEntry(CHECK_TREE, match, SET_TREE_PORTS, (("ports", m),)))
-                         for sw, m in masks)
+                         for sw, m in memo.port_masks(edges, fmt))
     builder.add_entries(added)
     pub = installed if published is None else published
     info = {"virtual_trees": [[t.tree_id, list(t.edges), t.name, t.group] for t in pub],
