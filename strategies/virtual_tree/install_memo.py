@@ -11,9 +11,10 @@ for. Two things it computes depend on less than the install itself:
   :class:`CandidateTape` draws them once and replays them to every install
   with another budget (ch6-networks sweeps 8 budgets per network, strategy
   and seed);
-- a candidate's VT ports per switch, and whether its links are connected,
-  depend on its links and the topology only: :class:`TreePorts` remembers
-  them per topology.
+- a candidate's VT ports per switch, its switches as one bitmask (what
+  installation checks capacity on), the port masks of its ``check_tree``
+  entries and whether its links are connected depend on its links and the
+  topology only: :class:`TreePorts` remembers them per topology.
 
 Both live in the runner's :class:`~sim.dataplanes.caches.Caches`
 (``vt_candidates``, ``vt_ports``); an install through them equals one
@@ -113,7 +114,8 @@ def links_connected(ends: tuple[tuple[int, int], ...], edges: Iterable[int]) -> 
 
 
 class TreePorts:
-    """:func:`tree_ports` and :func:`is_connected` of link sets of one topology, remembered.
+    """:func:`tree_ports`, switch bitmasks, port masks and :func:`is_connected` of link
+    sets of one topology, remembered.
 
     The port lists returned are shared: callers must not change them.
     Everything is forgotten at once past :attr:`LIMIT` link sets.
@@ -127,14 +129,14 @@ class TreePorts:
     LIMIT = 1 << 15
 
     __slots__ = ("topology", "_ports", "_connected", "_masks", "_edge_bits", "bits",
-                 "_entries", "_link_index")
+                 "_port_masks", "_link_index")
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         self._ports: dict[frozenset[int], dict[str, list[int]]] = {}
         self._connected: dict[frozenset[int], bool] = {}
         self._masks: dict[frozenset[int], int] = {}
-        self._entries: dict[tuple[frozenset[int], int], list[tuple[str, int]]] = {}
+        self._port_masks: dict[tuple[frozenset[int], int], list[tuple[str, int]]] = {}
         g = encoder_graph(topology)
         #: switch -> its bit in :meth:`switch_mask` (its encoder-graph index)
         self.bits = {s: 1 << i for s, i in g.index.items()}
@@ -168,11 +170,11 @@ class TreePorts:
     def port_masks(self, edges: frozenset[int], fmt: LabelFormat) -> list[tuple[str, int]]:
         """``(switch, fmt.port_mask(ports))`` of ``ports(edges)``, in its order."""
         key = (edges, fmt.bitmask_bits)
-        got = self._entries.get(key)
+        got = self._port_masks.get(key)
         if got is None:
-            if len(self._entries) >= self.LIMIT:
-                self._entries.clear()
-            got = self._entries[key] = [(s, fmt.port_mask(on))
+            if len(self._port_masks) >= self.LIMIT:
+                self._port_masks.clear()
+            got = self._port_masks[key] = [(s, fmt.port_mask(on))
                                         for s, on in self.ports(edges).items()]
         return got
 

@@ -339,6 +339,7 @@ class WalkTables:
                 continue
             entry = first[key]
             bad = 0
+            ports: Sequence[int]
             try:
                 if entry.action == SET_TREE_GROUP:
                     kind, ports = self._tree(entry, seq, groups)
