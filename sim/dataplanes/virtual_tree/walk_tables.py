@@ -332,7 +332,10 @@ class WalkTables:
             key = match[0][1].value
             if key not in first:
                 first[key] = entry
-        keys, kinds, bads, outs = [], [], [], []
+        keys: list[int] = []
+        kinds: list[int] = []
+        bads: list[int] = []
+        outs: list[int] = []
         ends = [0]
         for key in sorted(first):
             if not 0 <= key < _KEY_LIMIT:
