@@ -413,28 +413,40 @@ def test_a_partition_runs_and_writes_its_cells_with_rare_collections(tmp_path: P
 def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
         tmp_path: Path) -> None:
     """Every cell after the first starts with the survivors of the cells before it
-    frozen (collections skip them); the partition's end unfreezes them, and a
-    freeze made by someone else before is left alone."""
+    frozen (collections skip them) and their garbage cycles freed, not frozen; the
+    partition's end unfreezes them, and a freeze made by someone else before is
+    left alone."""
     import gc
+    import weakref
 
     from experiments.storage.results import Provenance
 
     cells = make_spec().cells()[:3]
     counts: list[int] = []
+    cycles: list[weakref.ref[Any]] = []
 
-    def around(cell: Cell, task: Any) -> int:
+    class Node:
+        pass
+
+    def leave_a_cycle(cell: Cell, task: Any) -> int:
         counts.append(gc.get_freeze_count())
-        return task()
+        alive = [ref() is not None for ref in cycles]
+        rows = task()
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]  # garbage only the collector frees
+        cycles.append(weakref.ref(node))
+        return rows if not any(alive) else -1  # -1: a cycle of an earlier cell survived
 
     assert gc.get_freeze_count() == 0
-    list(run_partition([cells], str(tmp_path / "a"), Provenance.of(), around))
-    assert counts[0] == 0 and counts[1] > 0 and counts[2] >= counts[1]
+    answered = list(run_partition([cells], str(tmp_path / "a"), Provenance.of(), leave_a_cycle))
+    assert all(rows > 0 for _, rows in answered)  # every earlier cell's cycle was freed
+    assert counts[0] == 0 and counts[1] > 0 and counts[2] > 0
     assert gc.get_freeze_count() == 0
     counts.clear()
     gc.freeze()
     try:
         held = gc.get_freeze_count()
-        list(run_partition([cells], str(tmp_path / "b"), Provenance.of(), around))
+        list(run_partition([cells], str(tmp_path / "b"), Provenance.of(), leave_a_cycle))
         # nothing more frozen (refcounting may free some), nothing unfrozen
         assert len(counts) == 3 and all(0 < c <= held for c in counts)
         assert 0 < gc.get_freeze_count() <= held
