@@ -227,7 +227,7 @@ class ControlState:
     publisher_info: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "switches", MappingProxyType(dict(self.switches)))
+        object.__setattr__(self, "switches", MappingProxyType(_dict_copy(self.switches)))
         object.__setattr__(self, "publisher_info", MappingProxyType(dict(self.publisher_info)))
 
     def config(self, switch: str) -> SwitchConfig:
@@ -275,11 +275,89 @@ class ControlState:
 EMPTY_SWITCH = SwitchConfig()
 
 
+def _dict_copy(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """``dict(mapping)``; a read-only view is copied through its dict's ``copy`` (a
+    block copy: ``dict()`` of a view inserts its keys one by one, 20x slower)."""
+    if type(mapping) is MappingProxyType:
+        got = mapping.copy()
+        return got if type(got) is dict else dict(got)
+    return mapping.copy() if type(mapping) is dict else dict(mapping)
+
+
 def derived_from(state: ControlState) -> tuple[ControlState | None, frozenset[str]] | None:
     """``(base, touched)`` when ``state`` is ``base`` (None: every switch empty) with
     only the switches ``touched`` given new configurations, the others holding
-    ``base``'s very objects (what :meth:`StateBuilder.build` records); else None."""
+    ``base``'s very objects (what :meth:`StateBuilder.build` and :func:`derived_state`
+    record); else None. A state derived from a base has exactly the base's switches."""
     return state.__dict__.get("_derived")  # type: ignore[no-any-return]
+
+
+def extended_tables(kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, ...]]
+                    ) -> Mapping[str, tuple[TableEntry, ...]]:
+    """``kept``'s tables plus ``tables``, which it does not have, as one read-only
+    mapping: build it once and pass it to :func:`extended_config` for every
+    configuration that adds these rules to ``kept`` (they then share it, so
+    :func:`count_writes` compares their groups only).
+
+    Raises
+    ------
+    ValueError
+        If ``kept`` has one of the tables already (a builder would extend it).
+    """
+    if any(t in kept.tables for t in tables):
+        raise ValueError("extended_tables: the configuration has one of these tables")
+    return MappingProxyType({**kept.tables, **tables})
+
+
+def extended_config(kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, ...]],
+                    groups: Mapping[int, MulticastGroup]) -> SwitchConfig:
+    """``kept`` with the tables :func:`extended_tables` made of it and multicast
+    ``groups`` it does not have: the configuration a :class:`StateBuilder` on a base
+    holding ``kept`` gives the switch when those entries (in order) and groups are
+    added there, sharing ``kept``'s lookup indexes as the builder does (none for
+    the empty configuration).
+
+    Raises
+    ------
+    ValueError
+        If ``kept`` has one of the groups already (a builder refuses it).
+    """
+    if any(g in kept.multicast_groups for g in groups):
+        raise ValueError("extended_config: the configuration has one of these groups")
+    config = SwitchConfig(tables=tables,
+                          multicast_groups={**kept.multicast_groups, **groups},
+                          clone_sessions=kept.clone_sessions)
+    if kept is not EMPTY_SWITCH:
+        object.__setattr__(config, "_shared_indexes",
+                           kept.__dict__.setdefault("_shared_indexes", {}))
+    return config
+
+
+def derived_state(base: ControlState, configs: Mapping[str, SwitchConfig],
+                  publisher_info: Mapping[str, Any] | None = None) -> ControlState:
+    """``base`` with the switches of ``configs`` holding those configurations.
+
+    For installs that make a switch's configuration themselves (shared between
+    installs through a cache): the state is what a :class:`StateBuilder` on
+    ``base`` builds over ``base``'s switches when the rules it adds leave each
+    switch of ``configs`` at its configuration there, and it records
+    :func:`derived_from` the same way, so totals and :func:`count_writes` look
+    at those switches only.
+
+    Raises
+    ------
+    KeyError
+        If ``configs`` names a switch ``base`` does not have.
+    """
+    switches = base.switches
+    for sw in configs:
+        if sw not in switches:
+            raise KeyError(f"derived_state: {sw!r} is not a switch of the base state")
+    merged = _dict_copy(switches)
+    merged.update(configs)
+    state = ControlState(switches=merged, publisher_info=publisher_info or {})
+    object.__setattr__(state, "_derived", (base, frozenset(configs)))
+    return state
 
 
 class StateBuilder:
@@ -363,7 +441,7 @@ class StateBuilder:
         if self._base is None or switches == tuple(base):
             # every switch not added on holds base's object (or the empty one): copy them
             # in one go and make only the switches added on (the same dict, same order)
-            configs = dict(base) if self._base is not None else \
+            configs = _dict_copy(base) if self._base is not None else \
                 dict.fromkeys(switches, EMPTY_SWITCH)
             touched = frozenset(s for s in added if s in configs)
             for s in touched:
@@ -457,8 +535,10 @@ def count_writes(old: ControlState, new: ControlState) -> int:
     count = 0
     olds, news = old.switches, new.switches
     was, now = derived_from(old), derived_from(new)
-    if was is not None and now is not None and was[0] is now[0] and olds.keys() == news.keys():
-        # two states derived from one base: the switches neither touched hold base's objects
+    if was is not None and now is not None and was[0] is now[0] and (
+            was[0] is not None or olds.keys() == news.keys()):
+        # two states derived from one base (so on its switches, or on none: compared):
+        # the switches neither touched hold base's objects
         for sw in was[1] | now[1]:
             a, b = olds[sw], news[sw]
             if a is not b:
@@ -500,9 +580,18 @@ def _config_writes(a: SwitchConfig, b: SwitchConfig) -> int:
     """The writes that turn switch configuration ``a`` into ``b`` (:func:`count_writes`)."""
     count = 0
     ta, tb = a.tables, b.tables
-    for table in ta.keys() | tb.keys():
+    for table in ta.keys() | tb.keys() if ta is not tb else ():
         ea, eb = ta.get(table, ()), tb.get(table, ())
         if ea is eb:
+            continue
+        if not ea or not eb:  # inserts only, or deletes only: one per distinct key
+            es = ea or eb
+            count += 1 if len(es) == 1 else len({e.key for e in es})
+            continue
+        if len(ea) == 1 and len(eb) == 1:  # one entry each: a MODIFY, or DELETE + INSERT
+            x, y = ea[0], eb[0]
+            if x is not y:
+                count += (x != y) if x.key == y.key else 2
             continue
         old_e = {e.key: e for e in ea}
         new_e = {e.key: e for e in eb}
@@ -514,6 +603,9 @@ def _config_writes(a: SwitchConfig, b: SwitchConfig) -> int:
     for og, ng in ((a.multicast_groups, b.multicast_groups),
                    (a.clone_sessions, b.clone_sessions)):
         if og is ng:
+            continue
+        if not og or not ng:  # inserts only, or deletes only
+            count += len(og) + len(ng)
             continue
         for gid, g in ng.items():
             o = og.get(gid, _MISS)
