@@ -19,6 +19,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
+from sim.dataplanes.caches import Identity, Store
+
 # -- match values ---------------------------------------------------------
 
 
@@ -315,7 +317,8 @@ def extended_config(kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, .
     ``groups`` it does not have: the configuration a :class:`StateBuilder` on a base
     holding ``kept`` gives the switch when those entries (in order) and groups are
     added there, sharing ``kept``'s lookup indexes as the builder does (none for
-    the empty configuration).
+    the empty configuration), and marked with its writes from ``kept``
+    (:func:`mark_writes`).
 
     Raises
     ------
@@ -330,7 +333,23 @@ def extended_config(kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, .
     if kept is not EMPTY_SWITCH:
         object.__setattr__(config, "_shared_indexes",
                            kept.__dict__.setdefault("_shared_indexes", {}))
+    # from kept: an INSERT per added key and group (its own tables and groups are kept's)
+    added = kept.tables
+    mark_writes(config, kept, len(groups) + sum(
+        len(es) if len(es) < 2 else len({e.key for e in es})
+        for t, es in tables.items() if t not in added))
     return config
+
+
+def base_identities(base: ControlState, store: Store[tuple[Any, ...], Any]
+                    ) -> Mapping[str, Identity]:
+    """Each switch of ``base`` -> its configuration as an :class:`Identity` (to key
+    the configurations made on it), made once per base and kept in ``store``."""
+    key = ("base identities", Identity(base))
+    got = store.get(key)
+    if got is None:
+        got = store.put(key, {sw: Identity(c) for sw, c in base.switches.items()})
+    return got  # type: ignore[no-any-return]
 
 
 def derived_state(base: ControlState, configs: Mapping[str, SwitchConfig],
@@ -441,8 +460,8 @@ class StateBuilder:
         if self._base is None or switches == tuple(base):
             # every switch not added on holds base's object (or the empty one): copy them
             # in one go and make only the switches added on (the same dict, same order)
-            configs = _dict_copy(base) if self._base is not None else \
-                dict.fromkeys(switches, EMPTY_SWITCH)
+            configs: dict[str, SwitchConfig] = _dict_copy(base) if self._base is not None \
+                else dict.fromkeys(switches, EMPTY_SWITCH)
             touched = frozenset(s for s in added if s in configs)
             for s in touched:
                 configs[s] = self._config(s, base.get(s))
@@ -555,10 +574,16 @@ def count_writes(old: ControlState, new: ControlState) -> int:
 
 
 def _switch_writes(a: SwitchConfig, b: SwitchConfig) -> int:
-    """The writes from ``a`` to ``b`` (distinct objects): the count its writer marked
-    (:func:`mark_writes`), else :func:`_config_writes`."""
+    """The writes from ``a`` to ``b`` (distinct objects): the count the writer of
+    either marked against the other (:func:`mark_writes`; the count is the same
+    both ways), else :func:`_config_writes`."""
     known = b.__dict__.get("_writes_from")
-    return known[1] if known is not None and known[0]() is a else _config_writes(a, b)
+    if known is not None and known[0]() is a:
+        return known[1]  # type: ignore[no-any-return]
+    known = a.__dict__.get("_writes_from")  # as many back: inserts and deletes swap
+    if known is not None and known[0]() is b:
+        return known[1]  # type: ignore[no-any-return]
+    return _config_writes(a, b)
 
 
 def mark_writes(config: SwitchConfig, previous: SwitchConfig, writes: int) -> None:

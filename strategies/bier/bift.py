@@ -48,7 +48,7 @@ from sim.dataplanes.bier.reference import (
     LOCAL_GROUP,
     SET_LOCAL_GROUP,
 )
-from sim.dataplanes.caches import Identity, Store
+from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
     CloneSession,
     ControlState,
@@ -58,6 +58,7 @@ from sim.dataplanes.control_state import (
     SwitchConfig,
     TableEntry,
     Ternary,
+    base_identities,
     derived_state,
     extended_config,
     extended_tables,
@@ -192,11 +193,11 @@ def local_group_state(topology: Topology, base: ControlState, group: int,
         ``local_group`` rules or the group already.
     """
     by_switch = _receiver_ports(topology, group, receivers)
-    kept_of = base.switches
+    kept_of = base_identities(base, configs)
     changed = {}
     for sw, ports in by_switch.items():
         ports.sort()
-        kept = Identity(kept_of[sw])
+        kept = kept_of[sw]
         key = ("bier local", kept, group, *ports)
         config = configs.get(key)
         if config is None:

@@ -34,10 +34,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sim.dataplanes.caches import Identity, Store
+from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
     ControlState,
     MulticastGroup,
+    base_identities,
     derived_state,
     extended_config,
     extended_tables,
@@ -98,10 +99,10 @@ def tree_group_state(topology: Topology, base: ControlState, root: str,
         If a tree switch's base configuration has ``l2_forward`` rules or the group
         already (:func:`~sim.dataplanes.control_state.extended_config`).
     """
-    kept_of = base.switches
+    kept_of = base_identities(base, configs)
     changed = {}
     for sw, ports in tree_child_ports(topology, root, targets).items():
-        kept = Identity(kept_of[sw])
+        kept = kept_of[sw]
         key = ("l2 tree", kept, group, dst_mac, *ports)
         config = configs.get(key)
         if config is None:
