@@ -294,51 +294,63 @@ def derived_from(state: ControlState) -> tuple[ControlState | None, frozenset[st
     return state.__dict__.get("_derived")  # type: ignore[no-any-return]
 
 
-def extended_tables(kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, ...]]
-                    ) -> Mapping[str, tuple[TableEntry, ...]]:
-    """``kept``'s tables plus ``tables``, which it does not have, as one read-only
-    mapping: build it once and pass it to :func:`extended_config` for every
-    configuration that adds these rules to ``kept`` (they then share it, so
-    :func:`count_writes` compares their groups only).
+class ConfigExtension:
+    """``kept`` plus ``tables`` it does not have, and the configurations that also add
+    multicast groups (:meth:`config`).
+
+    For installs that make a switch's configuration themselves: a configuration
+    from :meth:`config` is the one a :class:`StateBuilder` on a base holding
+    ``kept`` gives the switch when the entries of ``tables`` (in order) and the
+    groups are added there. All configurations of one extension share its table
+    mapping (so :func:`count_writes` compares their groups only) and ``kept``'s
+    lookup indexes, as the builder does (none for the empty configuration); each
+    is marked with its writes from ``kept`` (:func:`mark_writes`) and knows its
+    entry count.
 
     Raises
     ------
     ValueError
         If ``kept`` has one of the tables already (a builder would extend it).
     """
-    if any(t in kept.tables for t in tables):
-        raise ValueError("extended_tables: the configuration has one of these tables")
-    return MappingProxyType({**kept.tables, **tables})
 
+    __slots__ = ("kept", "tables", "_from", "_writes", "_entries", "_indexes")
 
-def extended_config(kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, ...]],
-                    groups: Mapping[int, MulticastGroup]) -> SwitchConfig:
-    """``kept`` with the tables :func:`extended_tables` made of it and multicast
-    ``groups`` it does not have: the configuration a :class:`StateBuilder` on a base
-    holding ``kept`` gives the switch when those entries (in order) and groups are
-    added there, sharing ``kept``'s lookup indexes as the builder does (none for
-    the empty configuration), and marked with its writes from ``kept``
-    (:func:`mark_writes`).
+    def __init__(self, kept: SwitchConfig, tables: Mapping[str, tuple[TableEntry, ...]]
+                 ) -> None:
+        if any(t in kept.tables for t in tables):
+            raise ValueError("ConfigExtension: the configuration has one of these tables")
+        self.kept = kept
+        self.tables: Mapping[str, tuple[TableEntry, ...]] = MappingProxyType(
+            {**kept.tables, **tables})
+        self._from = weakref.ref(kept)
+        # from kept: an INSERT per added key (its own tables are kept's)
+        self._writes = sum(len(es) if len(es) < 2 else len({e.key for e in es})
+                           for es in tables.values())
+        self._entries = kept._entries + sum(len(es) for es in tables.values())
+        self._indexes = None if kept is EMPTY_SWITCH else \
+            kept.__dict__.setdefault("_shared_indexes", {})
 
-    Raises
-    ------
-    ValueError
-        If ``kept`` has one of the groups already (a builder refuses it).
-    """
-    if any(g in kept.multicast_groups for g in groups):
-        raise ValueError("extended_config: the configuration has one of these groups")
-    config = SwitchConfig(tables=tables,
-                          multicast_groups={**kept.multicast_groups, **groups},
-                          clone_sessions=kept.clone_sessions)
-    if kept is not EMPTY_SWITCH:
-        object.__setattr__(config, "_shared_indexes",
-                           kept.__dict__.setdefault("_shared_indexes", {}))
-    # from kept: an INSERT per added key and group (its own tables and groups are kept's)
-    added = kept.tables
-    mark_writes(config, kept, len(groups) + sum(
-        len(es) if len(es) < 2 else len({e.key for e in es})
-        for t, es in tables.items() if t not in added))
-    return config
+    def config(self, groups: Mapping[int, MulticastGroup]) -> SwitchConfig:
+        """``kept`` with the tables and ``groups``, which it does not have.
+
+        Raises
+        ------
+        ValueError
+            If ``kept`` has one of the groups already (a builder refuses it).
+        """
+        kept = self.kept
+        have = kept.multicast_groups
+        if have and not have.keys().isdisjoint(groups):
+            raise ValueError("ConfigExtension: the configuration has one of these groups")
+        config = SwitchConfig(tables=self.tables,
+                              multicast_groups={**have, **groups} if have else groups,
+                              clone_sessions=kept.clone_sessions)
+        memo = config.__dict__  # what the builder's configuration would compute or share
+        if self._indexes is not None:
+            memo["_shared_indexes"] = self._indexes
+        memo["_entries"] = self._entries
+        memo["_writes_from"] = (self._from, self._writes + len(groups))
+        return config
 
 
 def base_identities(base: ControlState, store: Store[tuple[Any, ...], Any]
@@ -348,7 +360,9 @@ def base_identities(base: ControlState, store: Store[tuple[Any, ...], Any]
     key = ("base identities", Identity(base))
     got = store.get(key)
     if got is None:
-        got = store.put(key, {sw: Identity(c) for sw, c in base.switches.items()})
+        one: dict[int, Identity] = {}  # one key object per configuration (many share one)
+        got = store.put(key, {sw: one.setdefault(id(c), Identity(c))
+                              for sw, c in base.switches.items()})
     return got  # type: ignore[no-any-return]
 
 

@@ -51,6 +51,7 @@ from sim.dataplanes.bier.reference import (
 from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
     CloneSession,
+    ConfigExtension,
     ControlState,
     Exact,
     MulticastGroup,
@@ -60,8 +61,6 @@ from sim.dataplanes.control_state import (
     Ternary,
     base_identities,
     derived_state,
-    extended_config,
-    extended_tables,
 )
 from sim.dataplanes.packet import group_mac
 from sim.dataplanes.trees import bfs_next_hops, host_ports
@@ -178,11 +177,11 @@ def local_group_state(topology: Topology, base: ControlState, group: int,
     """``base`` plus :func:`add_local_groups` of one receiver set, built directly.
 
     Each BFER's configuration is its base configuration with the ``local_group``
-    rule and the group (:func:`~sim.dataplanes.control_state.extended_config`),
+    rule and the group (:class:`~sim.dataplanes.control_state.ConfigExtension`),
     kept in ``configs`` under (base configuration, group, ports): installs that
     give a BFER the same receiving ports share one object (skipped by control-write
     counting and the lookup memos), and those of one BFER share one table mapping
-    (:func:`~sim.dataplanes.control_state.extended_tables`), so comparing two of
+    (:class:`~sim.dataplanes.control_state.ConfigExtension`), so comparing two of
     them compares their groups only. Equal to adding the rules
     to a builder on ``base`` (``tests/strategies/test_tree_groups.py``).
 
@@ -201,13 +200,12 @@ def local_group_state(topology: Topology, base: ControlState, group: int,
         key = ("bier local", kept, group, *ports)
         config = configs.get(key)
         if config is None:
-            tables_key = ("bier local rule", kept, group)
-            tables = configs.get(tables_key)
-            if tables is None:
-                tables = configs.put(tables_key, extended_tables(
+            extension_key = ("bier local rule", kept, group)
+            extension = configs.get(extension_key)
+            if extension is None:
+                extension = configs.put(extension_key, ConfigExtension(
                     kept.obj, {LOCAL_GROUP: (local_entry(group),)}))  # type: ignore[arg-type]
-            config = configs.put(key, extended_config(
-                kept.obj, tables,  # type: ignore[arg-type]
+            config = configs.put(key, extension.config(
                 {group: MulticastGroup(group, tuple((p, 1) for p in ports))}))
         changed[sw] = config
     return derived_state(base, changed, publisher_info)

@@ -18,7 +18,7 @@ module builds the same state without the tree and the builder:
   get the same configuration object (multicast's base is empty, so the object
   does not depend on the switch), whose control writes and lookup memos are
   then skipped. Those of one base configuration share one table mapping
-  (:func:`~sim.dataplanes.control_state.extended_tables`), so comparing two
+  (:class:`~sim.dataplanes.control_state.ConfigExtension`), so comparing two
   of them compares their groups only.
 
 Both equal the reference exactly (``tests/strategies/test_tree_groups.py``).
@@ -36,12 +36,11 @@ from typing import Any
 
 from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
+    ConfigExtension,
     ControlState,
     MulticastGroup,
     base_identities,
     derived_state,
-    extended_config,
-    extended_tables,
 )
 from sim.dataplanes.l2.reference import MULTICAST, TABLE
 from sim.dataplanes.trees import bfs_parents, host_ports
@@ -97,7 +96,7 @@ def tree_group_state(topology: Topology, base: ControlState, root: str,
     ------
     ValueError
         If a tree switch's base configuration has ``l2_forward`` rules or the group
-        already (:func:`~sim.dataplanes.control_state.extended_config`).
+        already (:class:`~sim.dataplanes.control_state.ConfigExtension`).
     """
     kept_of = base_identities(base, configs)
     changed = {}
@@ -106,13 +105,12 @@ def tree_group_state(topology: Topology, base: ControlState, root: str,
         key = ("l2 tree", kept, group, dst_mac, *ports)
         config = configs.get(key)
         if config is None:
-            tables_key = ("l2 tree rule", kept, group, dst_mac)
-            tables = configs.get(tables_key)
-            if tables is None:
-                tables = configs.put(tables_key, extended_tables(
+            extension_key = ("l2 tree rule", kept, group, dst_mac)
+            extension = configs.get(extension_key)
+            if extension is None:
+                extension = configs.put(extension_key, ConfigExtension(
                     kept.obj, {TABLE: (l2_entry(dst_mac, MULTICAST, group),)}))  # type: ignore[arg-type]
-            config = configs.put(key, extended_config(
-                kept.obj, tables,  # type: ignore[arg-type]
+            config = configs.put(key, extension.config(
                 {group: MulticastGroup(group, tuple((p, 1) for p in ports))}))
         changed[sw] = config
     return derived_state(base, changed, publisher_info)

@@ -21,12 +21,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.dataplanes.control_state import (
-    EMPTY_SWITCH,
+    ConfigExtension,
+    Exact,
     MulticastGroup,
     StateBuilder,
+    TableEntry,
     count_writes,
     diff,
-    extended_config,
 )
 from sim.dataplanes.trees import shortest_path_tree
 from strategies.base import Knowledge, make_strategy
@@ -96,11 +97,18 @@ def test_other_installs_take_the_reference():
     assert steiner.install(topo, single) == steiner.install_reference(topo, single)
 
 
-def test_extended_config_refuses_what_the_builder_would_not_add_alone():
+def test_config_extension_refuses_what_the_builder_would_not_add_alone():
     builder = StateBuilder()
     builder.add_group("s1", 1, [1])
     kept = builder.build(["s1"]).switches["s1"]
+    entry = TableEntry("MyIngress.t", (("k", Exact(1)),), "x")
+    extension = ConfigExtension(kept, {"MyIngress.t": (entry,)})
     with pytest.raises(ValueError):
-        extended_config(kept, kept.tables, {1: MulticastGroup(1, ((2, 1),))})
-    got = extended_config(EMPTY_SWITCH, EMPTY_SWITCH.tables, {1: MulticastGroup(1, ((1, 1),))})
-    assert got == kept
+        extension.config({1: MulticastGroup(1, ((2, 1),))})
+    with pytest.raises(ValueError):
+        ConfigExtension(extension.config({}), {"MyIngress.t": (entry,)})
+    builder.add_entry("s1", entry)
+    builder.add_group("s1", 2, [3])
+    want = builder.build(["s1"]).switches["s1"]
+    got = extension.config({2: MulticastGroup(2, ((3, 1),))})
+    assert got == want and got.entry_count() == want.entry_count() == 1
