@@ -223,11 +223,12 @@ class Caches:
         (:mod:`strategies.virtual_tree.stored_trees`): receiver-scoped installs
         that store equal rules on a switch share one configuration object.
     group_configs : Store
-        A per-notification group install's key (its kind, group id, ports, and
-        the base configuration where it has one) -> that switch configuration
-        (``multicast``'s tree switches, :mod:`strategies.l2.tree_groups`;
-        ``bier``'s local groups, :mod:`strategies.bier.bift`), and its shared
-        rule tuples: installs that give a switch equal rules share one object.
+        ``("derived configs", Identity(base state))`` -> the switch
+        configurations per-notification group installs made on that base
+        (:class:`~sim.dataplanes.control_state.DerivedConfigs`: ``multicast``'s
+        tree switches, :mod:`strategies.l2.tree_groups`; ``bier``'s local
+        groups, :mod:`strategies.bier.bift`): installs that give a switch equal
+        rules share one object. One entry per base (strategy and topology).
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
@@ -251,7 +252,7 @@ class Caches:
         self.vt_states: Store[tuple[Any, ...], Any] = Store("vt_states", 16)
         self.vt_ports: Store[Identity, Any] = Store("vt_ports", 4)
         self.stored_configs: Store[tuple[Any, ...], Any] = Store("stored_configs", 4096)
-        self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 16384)
+        self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 8)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

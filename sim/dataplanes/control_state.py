@@ -257,9 +257,10 @@ class ControlState:
             else:
                 base, touched = derived
                 entries, groups = base._totals() if base is not None else (0, 0)
+                before = base.switches if base is not None else {}
+                now = self.switches
                 for sw in touched:
-                    a = base.config(sw) if base is not None else EMPTY_SWITCH
-                    b = self.switches[sw]
+                    a, b = before.get(sw, EMPTY_SWITCH), now[sw]
                     entries += b._entries - a._entries
                     groups += len(b.multicast_groups) - len(a.multicast_groups)
                 got = (entries, groups)
@@ -353,16 +354,43 @@ class ConfigExtension:
         return config
 
 
-def base_identities(base: ControlState, store: Store[tuple[Any, ...], Any]
-                    ) -> Mapping[str, Identity]:
-    """Each switch of ``base`` -> its configuration as an :class:`Identity` (to key
-    the configurations made on it), made once per base and kept in ``store``."""
-    key = ("base identities", Identity(base))
+class DerivedConfigs:
+    """The switch configurations installs make on one base state, shared between them.
+
+    ``kept`` maps each switch of ``base`` to its configuration as an
+    :class:`~sim.dataplanes.caches.Identity` (one key object per configuration
+    object, so keys naming it compare by identity), to key what is made on it;
+    :meth:`get` and :meth:`put` remember made objects under such keys, up to
+    ``limit`` of them (then forgotten at once: a hit returns what a miss makes).
+    """
+
+    __slots__ = ("base", "kept", "_made", "limit")
+
+    def __init__(self, base: ControlState, limit: int = 1 << 14) -> None:
+        self.base = base
+        one: dict[int, Identity] = {}  # many switches share one configuration object
+        self.kept: Mapping[str, Identity] = {
+            sw: one.setdefault(id(c), Identity(c)) for sw, c in base.switches.items()}
+        self._made: dict[tuple[Any, ...], Any] = {}
+        self.limit = limit
+
+    def get(self, key: tuple[Any, ...]) -> Any:
+        return self._made.get(key)
+
+    def put(self, key: tuple[Any, ...], value: Any) -> Any:
+        made = self._made
+        if len(made) >= self.limit:
+            made.clear()
+        made[key] = value
+        return value
+
+
+def derived_configs(base: ControlState, store: Store[tuple[Any, ...], Any]) -> DerivedConfigs:
+    """The :class:`DerivedConfigs` of ``base``, kept in ``store``."""
+    key = ("derived configs", Identity(base))
     got = store.get(key)
     if got is None:
-        one: dict[int, Identity] = {}  # one key object per configuration (many share one)
-        got = store.put(key, {sw: one.setdefault(id(c), Identity(c))
-                              for sw, c in base.switches.items()})
+        got = store.put(key, DerivedConfigs(base))
     return got  # type: ignore[no-any-return]
 
 

@@ -59,7 +59,7 @@ from sim.dataplanes.control_state import (
     SwitchConfig,
     TableEntry,
     Ternary,
-    base_identities,
+    derived_configs,
     derived_state,
 )
 from sim.dataplanes.packet import group_mac
@@ -178,7 +178,8 @@ def local_group_state(topology: Topology, base: ControlState, group: int,
 
     Each BFER's configuration is its base configuration with the ``local_group``
     rule and the group (:class:`~sim.dataplanes.control_state.ConfigExtension`),
-    kept in ``configs`` under (base configuration, group, ports): installs that
+    kept in ``configs`` (:func:`~sim.dataplanes.control_state.derived_configs` of
+    ``base``) under (base configuration, group, ports): installs that
     give a BFER the same receiving ports share one object (skipped by control-write
     counting and the lookup memos), and those of one BFER share one table mapping
     (:class:`~sim.dataplanes.control_state.ConfigExtension`), so comparing two of
@@ -192,20 +193,21 @@ def local_group_state(topology: Topology, base: ControlState, group: int,
         ``local_group`` rules or the group already.
     """
     by_switch = _receiver_ports(topology, group, receivers)
-    kept_of = base_identities(base, configs)
+    made = derived_configs(base, configs)
+    kept_of = made.kept
     changed = {}
     for sw, ports in by_switch.items():
         ports.sort()
         kept = kept_of[sw]
         key = ("bier local", kept, group, *ports)
-        config = configs.get(key)
+        config = made.get(key)
         if config is None:
             extension_key = ("bier local rule", kept, group)
-            extension = configs.get(extension_key)
+            extension = made.get(extension_key)
             if extension is None:
-                extension = configs.put(extension_key, ConfigExtension(
+                extension = made.put(extension_key, ConfigExtension(
                     kept.obj, {LOCAL_GROUP: (local_entry(group),)}))  # type: ignore[arg-type]
-            config = configs.put(key, extension.config(
+            config = made.put(key, extension.config(
                 {group: MulticastGroup(group, tuple((p, 1) for p in ports))}))
         changed[sw] = config
     return derived_state(base, changed, publisher_info)

@@ -39,7 +39,7 @@ from sim.dataplanes.control_state import (
     ConfigExtension,
     ControlState,
     MulticastGroup,
-    base_identities,
+    derived_configs,
     derived_state,
 )
 from sim.dataplanes.l2.reference import MULTICAST, TABLE
@@ -90,7 +90,8 @@ def tree_group_state(topology: Topology, base: ControlState, root: str,
     :func:`~strategies.l2.rules.install_tree_groups` adds to a builder on ``base``.
 
     ``configs``: where tree-switch configurations are shared between installs
-    (keyed by the base configuration, the group and the ports).
+    (:func:`~sim.dataplanes.control_state.derived_configs` of ``base``, keyed by
+    the switch's base configuration, the group and the ports).
 
     Raises
     ------
@@ -98,19 +99,20 @@ def tree_group_state(topology: Topology, base: ControlState, root: str,
         If a tree switch's base configuration has ``l2_forward`` rules or the group
         already (:class:`~sim.dataplanes.control_state.ConfigExtension`).
     """
-    kept_of = base_identities(base, configs)
+    made = derived_configs(base, configs)
+    kept_of = made.kept
     changed = {}
     for sw, ports in tree_child_ports(topology, root, targets).items():
         kept = kept_of[sw]
         key = ("l2 tree", kept, group, dst_mac, *ports)
-        config = configs.get(key)
+        config = made.get(key)
         if config is None:
             extension_key = ("l2 tree rule", kept, group, dst_mac)
-            extension = configs.get(extension_key)
+            extension = made.get(extension_key)
             if extension is None:
-                extension = configs.put(extension_key, ConfigExtension(
+                extension = made.put(extension_key, ConfigExtension(
                     kept.obj, {TABLE: (l2_entry(dst_mac, MULTICAST, group),)}))  # type: ignore[arg-type]
-            config = configs.put(key, extension.config(
+            config = made.put(key, extension.config(
                 {group: MulticastGroup(group, tuple((p, 1) for p in ports))}))
         changed[sw] = config
     return derived_state(base, changed, publisher_info)

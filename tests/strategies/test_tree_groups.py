@@ -27,6 +27,7 @@ from sim.dataplanes.control_state import (
     StateBuilder,
     TableEntry,
     count_writes,
+    derived_configs,
     diff,
 )
 from sim.dataplanes.trees import shortest_path_tree
@@ -57,11 +58,13 @@ STRATEGIES = [("multicast", {}), ("bier", {}), ("bier", {"bfers": "all", "bsl_bi
 
 
 @settings(max_examples=60, deadline=None)
-@given(case=installs(), which=st.sampled_from(STRATEGIES))
-def test_single_set_installs_equal_the_reference(case, which):
+@given(case=installs(), which=st.sampled_from(STRATEGIES), limit=st.sampled_from([2, 1 << 14]))
+def test_single_set_installs_equal_the_reference(case, which, limit):
+    """``limit``: configurations the installs keep (2: forgotten all the time)."""
     topo, sets = case
     name, params = which
     fast, ref = make_strategy(name, params), make_strategy(name, params)
+    derived_configs(fast.base_state(topo), fast.caches.group_configs).limit = limit
     previous = None
     for pub, receivers in sets:
         knowledge = Knowledge.for_notification(pub, receivers)
