@@ -343,10 +343,13 @@ class ConfigExtension:
         have = kept.multicast_groups
         if have and not have.keys().isdisjoint(groups):
             raise ValueError("ConfigExtension: the configuration has one of these groups")
-        config = SwitchConfig(tables=self.tables,
-                              multicast_groups={**have, **groups} if have else groups,
-                              clone_sessions=kept.clone_sessions)
-        memo = config.__dict__  # what the builder's configuration would compute or share
+        # the fields as SwitchConfig(...) sets them (read-only views; the shared ones as
+        # they are), without its constructor; then what its memos would compute or share
+        config = object.__new__(SwitchConfig)
+        memo = config.__dict__
+        memo["tables"] = self.tables
+        memo["multicast_groups"] = MappingProxyType({**have, **groups})
+        memo["clone_sessions"] = kept.clone_sessions
         if self._indexes is not None:
             memo["_shared_indexes"] = self._indexes
         memo["_entries"] = self._entries
