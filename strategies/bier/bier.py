@@ -13,7 +13,8 @@ replicates the carried frame to its receiving hosts.
 State (:mod:`strategies.bier.bift`): the BIFT of every switch and its
 continuation clone session depend on the topology and the parameters only
 (:meth:`Bier.base_rules`, built once per cell); the local-delivery group of
-each receiver set on its BFERs is receiver-scoped.
+each receiver set on its BFERs is receiver-scoped (a single set's is built
+directly on the BIFTs: :func:`strategies.bier.bift.local_group_state`).
 
 Header: ``12 + BSL/8`` B of BIER plus the 14 B Ethernet header of the carried
 frame per packet (``header_bytes``); one BitString per packet

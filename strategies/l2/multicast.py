@@ -6,7 +6,9 @@ only preinstalled for specific subscriber permutations actively involved", so
 the controller installs exactly the receiver sets it knows. Each tree switch
 gets one multicast group (its child ports) and one exact rule; the frame
 carries no extra header bytes. The tree is the shortest-path tree (default)
-or the Steiner heuristic.
+or the Steiner heuristic. A single receiver set's shortest-path tree (what a
+receiver-scoped cell installs per notification) is built directly on shared
+switch configurations (:mod:`strategies.l2.tree_groups`), equal to the builder's.
 """
 
 from __future__ import annotations
