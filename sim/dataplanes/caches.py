@@ -225,7 +225,7 @@ class Caches:
     group_configs : Store
         ``("derived configs", Identity(base state))`` -> the switch
         configurations per-notification group installs made on that base
-        (:class:`~sim.dataplanes.control_state.DerivedConfigs`: ``multicast``'s
+        (:class:`~sim.dataplanes.derived_configs.DerivedConfigs`: ``multicast``'s
         tree switches, :mod:`strategies.l2.tree_groups`; ``bier``'s local
         groups, :mod:`strategies.bier.bift`): installs that give a switch equal
         rules share one object. One entry per base (strategy and topology).

@@ -51,7 +51,6 @@ from sim.dataplanes.bier.reference import (
 from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
     CloneSession,
-    ConfigExtension,
     ControlState,
     Exact,
     MulticastGroup,
@@ -59,9 +58,9 @@ from sim.dataplanes.control_state import (
     SwitchConfig,
     TableEntry,
     Ternary,
-    derived_configs,
     derived_state,
 )
+from sim.dataplanes.derived_configs import ConfigExtension, derived_configs
 from sim.dataplanes.packet import group_mac
 from sim.dataplanes.trees import bfs_next_hops, host_ports
 from topologies.model import Topology
@@ -177,12 +176,12 @@ def local_group_state(topology: Topology, base: ControlState, group: int,
     """``base`` plus :func:`add_local_groups` of one receiver set, built directly.
 
     Each BFER's configuration is its base configuration with the ``local_group``
-    rule and the group (:class:`~sim.dataplanes.control_state.ConfigExtension`),
-    kept in ``configs`` (:func:`~sim.dataplanes.control_state.derived_configs` of
+    rule and the group (:class:`~sim.dataplanes.derived_configs.ConfigExtension`),
+    kept in ``configs`` (:func:`~sim.dataplanes.derived_configs.derived_configs` of
     ``base``) under (base configuration, group, ports): installs that
     give a BFER the same receiving ports share one object (skipped by control-write
     counting and the lookup memos), and those of one BFER share one table mapping
-    (:class:`~sim.dataplanes.control_state.ConfigExtension`), so comparing two of
+    (:class:`~sim.dataplanes.derived_configs.ConfigExtension`), so comparing two of
     them compares their groups only. Equal to adding the rules
     to a builder on ``base`` (``tests/strategies/test_tree_groups.py``).
 

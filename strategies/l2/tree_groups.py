@@ -18,7 +18,7 @@ module builds the same state without the tree and the builder:
   get the same configuration object (multicast's base is empty, so the object
   does not depend on the switch), whose control writes and lookup memos are
   then skipped. Those of one base configuration share one table mapping
-  (:class:`~sim.dataplanes.control_state.ConfigExtension`), so comparing two
+  (:class:`~sim.dataplanes.derived_configs.ConfigExtension`), so comparing two
   of them compares their groups only.
 
 Both equal the reference exactly (``tests/strategies/test_tree_groups.py``).
@@ -36,12 +36,11 @@ from typing import Any
 
 from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
-    ConfigExtension,
     ControlState,
     MulticastGroup,
-    derived_configs,
     derived_state,
 )
+from sim.dataplanes.derived_configs import ConfigExtension, derived_configs
 from sim.dataplanes.l2.reference import MULTICAST, TABLE
 from sim.dataplanes.trees import bfs_parents, host_ports
 from strategies.l2.rules import l2_entry
@@ -90,14 +89,14 @@ def tree_group_state(topology: Topology, base: ControlState, root: str,
     :func:`~strategies.l2.rules.install_tree_groups` adds to a builder on ``base``.
 
     ``configs``: where tree-switch configurations are shared between installs
-    (:func:`~sim.dataplanes.control_state.derived_configs` of ``base``, keyed by
+    (:func:`~sim.dataplanes.derived_configs.derived_configs` of ``base``, keyed by
     the switch's base configuration, the group and the ports).
 
     Raises
     ------
     ValueError
         If a tree switch's base configuration has ``l2_forward`` rules or the group
-        already (:class:`~sim.dataplanes.control_state.ConfigExtension`).
+        already (:class:`~sim.dataplanes.derived_configs.ConfigExtension`).
     """
     made = derived_configs(base, configs)
     kept_of = made.kept

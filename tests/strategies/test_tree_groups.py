@@ -21,15 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.dataplanes.control_state import (
-    ConfigExtension,
     Exact,
     MulticastGroup,
     StateBuilder,
     TableEntry,
     count_writes,
-    derived_configs,
     diff,
 )
+from sim.dataplanes.derived_configs import ConfigExtension, derived_configs
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.trees import shortest_path_tree
 from sim.engines.static import run_notification
