@@ -222,11 +222,19 @@ class Caches:
         configuration plus stored-tree rules
         (:mod:`strategies.virtual_tree.stored_trees`): receiver-scoped installs
         that store equal rules on a switch share one configuration object.
+    group_configs : Store
+        ``("derived configs", Identity(base state))`` -> the switch
+        configurations per-notification group installs made on that base
+        (:class:`~sim.dataplanes.derived_configs.DerivedConfigs`: ``multicast``'s
+        tree switches, :mod:`strategies.l2.tree_groups`; ``bier``'s local
+        groups, :mod:`strategies.bier.bift`): installs that give a switch equal
+        rules share one object. One entry per base (strategy and topology).
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
                  "vt_tables", "base_states", "cell_states", "fast_paths", "tree_tables",
-                 "route_tables", "vt_candidates", "vt_states", "vt_ports", "stored_configs")
+                 "route_tables", "vt_candidates", "vt_states", "vt_ports", "stored_configs",
+                 "group_configs")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -244,6 +252,7 @@ class Caches:
         self.vt_states: Store[tuple[Any, ...], Any] = Store("vt_states", 16)
         self.vt_ports: Store[Identity, Any] = Store("vt_ports", 4)
         self.stored_configs: Store[tuple[Any, ...], Any] = Store("stored_configs", 4096)
+        self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 8)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

@@ -227,7 +227,7 @@ class ControlState:
     publisher_info: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "switches", MappingProxyType(dict(self.switches)))
+        object.__setattr__(self, "switches", MappingProxyType(_dict_copy(self.switches)))
         object.__setattr__(self, "publisher_info", MappingProxyType(dict(self.publisher_info)))
 
     def config(self, switch: str) -> SwitchConfig:
@@ -255,9 +255,10 @@ class ControlState:
             else:
                 base, touched = derived
                 entries, groups = base._totals() if base is not None else (0, 0)
+                before = base.switches if base is not None else {}
+                now = self.switches
                 for sw in touched:
-                    a = base.config(sw) if base is not None else EMPTY_SWITCH
-                    b = self.switches[sw]
+                    a, b = before.get(sw, EMPTY_SWITCH), now[sw]
                     entries += b._entries - a._entries
                     groups += len(b.multicast_groups) - len(a.multicast_groups)
                 got = (entries, groups)
@@ -275,11 +276,48 @@ class ControlState:
 EMPTY_SWITCH = SwitchConfig()
 
 
+def _dict_copy(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """``dict(mapping)``; a read-only view is copied through its dict's ``copy`` (a
+    block copy: ``dict()`` of a view inserts its keys one by one, 20x slower)."""
+    if type(mapping) is MappingProxyType:
+        got = mapping.copy()
+        return got if type(got) is dict else dict(got)
+    return mapping.copy() if type(mapping) is dict else dict(mapping)
+
+
 def derived_from(state: ControlState) -> tuple[ControlState | None, frozenset[str]] | None:
     """``(base, touched)`` when ``state`` is ``base`` (None: every switch empty) with
     only the switches ``touched`` given new configurations, the others holding
-    ``base``'s very objects (what :meth:`StateBuilder.build` records); else None."""
+    ``base``'s very objects (what :meth:`StateBuilder.build` and :func:`derived_state`
+    record); else None. A state derived from a base has exactly the base's switches."""
     return state.__dict__.get("_derived")  # type: ignore[no-any-return]
+
+
+def derived_state(base: ControlState, configs: Mapping[str, SwitchConfig],
+                  publisher_info: Mapping[str, Any] | None = None) -> ControlState:
+    """``base`` with the switches of ``configs`` holding those configurations.
+
+    For installs that make a switch's configuration themselves (shared between
+    installs through a cache): the state is what a :class:`StateBuilder` on
+    ``base`` builds over ``base``'s switches when the rules it adds leave each
+    switch of ``configs`` at its configuration there, and it records
+    :func:`derived_from` the same way, so totals and :func:`count_writes` look
+    at those switches only.
+
+    Raises
+    ------
+    KeyError
+        If ``configs`` names a switch ``base`` does not have.
+    """
+    switches = base.switches
+    for sw in configs:
+        if sw not in switches:
+            raise KeyError(f"derived_state: {sw!r} is not a switch of the base state")
+    merged = _dict_copy(switches)
+    merged.update(configs)
+    state = ControlState(switches=merged, publisher_info=publisher_info or {})
+    object.__setattr__(state, "_derived", (base, frozenset(configs)))
+    return state
 
 
 class StateBuilder:
@@ -374,8 +412,8 @@ class StateBuilder:
         if self._base is None or switches == tuple(base):
             # every switch not added on holds base's object (or the empty one): copy them
             # in one go and make only the switches added on (the same dict, same order)
-            configs = dict(base) if self._base is not None else \
-                dict.fromkeys(switches, EMPTY_SWITCH)
+            configs: dict[str, SwitchConfig] = _dict_copy(base) if self._base is not None \
+                else dict.fromkeys(switches, EMPTY_SWITCH)
             touched = frozenset(s for s in added if s in configs)
             for s in touched:
                 configs[s] = self._config(s, base.get(s))
@@ -468,8 +506,10 @@ def count_writes(old: ControlState, new: ControlState) -> int:
     count = 0
     olds, news = old.switches, new.switches
     was, now = derived_from(old), derived_from(new)
-    if was is not None and now is not None and was[0] is now[0] and olds.keys() == news.keys():
-        # two states derived from one base: the switches neither touched hold base's objects
+    if was is not None and now is not None and was[0] is now[0] and (
+            was[0] is not None or olds.keys() == news.keys()):
+        # two states derived from one base (so on its switches, or on none: compared):
+        # the switches neither touched hold base's objects
         for sw in was[1] | now[1]:
             a, b = olds[sw], news[sw]
             if a is not b:
@@ -486,10 +526,16 @@ def count_writes(old: ControlState, new: ControlState) -> int:
 
 
 def _switch_writes(a: SwitchConfig, b: SwitchConfig) -> int:
-    """The writes from ``a`` to ``b`` (distinct objects): the count its writer marked
-    (:func:`mark_writes`), else :func:`_config_writes`."""
+    """The writes from ``a`` to ``b`` (distinct objects): the count the writer of
+    either marked against the other (:func:`mark_writes`; the count is the same
+    both ways), else :func:`_config_writes`."""
     known = b.__dict__.get("_writes_from")
-    return known[1] if known is not None and known[0]() is a else _config_writes(a, b)
+    if known is not None and known[0]() is a:
+        return known[1]  # type: ignore[no-any-return]
+    known = a.__dict__.get("_writes_from")  # as many back: inserts and deletes swap
+    if known is not None and known[0]() is b:
+        return known[1]  # type: ignore[no-any-return]
+    return _config_writes(a, b)
 
 
 def mark_writes(config: SwitchConfig, previous: SwitchConfig, writes: int) -> None:
@@ -511,9 +557,18 @@ def _config_writes(a: SwitchConfig, b: SwitchConfig) -> int:
     """The writes that turn switch configuration ``a`` into ``b`` (:func:`count_writes`)."""
     count = 0
     ta, tb = a.tables, b.tables
-    for table in ta.keys() | tb.keys():
+    for table in ta.keys() | tb.keys() if ta is not tb else ():
         ea, eb = ta.get(table, ()), tb.get(table, ())
         if ea is eb:
+            continue
+        if not ea or not eb:  # inserts only, or deletes only: one per distinct key
+            es = ea or eb
+            count += 1 if len(es) == 1 else len({e.key for e in es})
+            continue
+        if len(ea) == 1 and len(eb) == 1:  # one entry each: a MODIFY, or DELETE + INSERT
+            x, y = ea[0], eb[0]
+            if x is not y:
+                count += (x != y) if x.key == y.key else 2
             continue
         old_e = {e.key: e for e in ea}
         new_e = {e.key: e for e in eb}
@@ -525,6 +580,9 @@ def _config_writes(a: SwitchConfig, b: SwitchConfig) -> int:
     for og, ng in ((a.multicast_groups, b.multicast_groups),
                    (a.clone_sessions, b.clone_sessions)):
         if og is ng:
+            continue
+        if not og or not ng:  # inserts only, or deletes only
+            count += len(og) + len(ng)
             continue
         for gid, g in ng.items():
             o = og.get(gid, _MISS)

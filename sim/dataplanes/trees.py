@@ -129,6 +129,13 @@ def switch_neighbors(topology: Topology) -> Mapping[str, tuple[str, ...]]:
             for sw in topology.switches}
 
 
+@lru_cache(maxsize=8)
+def host_ports(topology: Topology) -> Mapping[str, tuple[str, int]]:
+    """Every host's switch and the port of that switch towards it."""
+    return {h: (sw, topology.port_to(sw, h))
+            for h, sw in ((h, topology.host_switch(h)) for h in topology.hosts)}
+
+
 class SwitchAdjacency:
     """The switch-to-switch links of a topology as arrays (switch indices in topology order).
 

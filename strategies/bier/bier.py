@@ -13,7 +13,8 @@ replicates the carried frame to its receiving hosts.
 State (:mod:`strategies.bier.bift`): the BIFT of every switch and its
 continuation clone session depend on the topology and the parameters only
 (:meth:`Bier.base_rules`, built once per cell); the local-delivery group of
-each receiver set on its BFERs is receiver-scoped.
+each receiver set on its BFERs is receiver-scoped (a single set's is built
+directly on the BIFTs: :func:`strategies.bier.bift.local_group_state`).
 
 Header: ``12 + BSL/8`` B of BIER plus the 14 B Ethernet header of the carried
 frame per packet (``header_bytes``); one BitString per packet
@@ -44,7 +45,7 @@ from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, group_mac, host_mac
 from sim.dataplanes.pipeline import DataPlane
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
-from strategies.bier.bift import add_bift, add_local_groups, bift_state
+from strategies.bier.bift import add_bift, add_local_groups, bift_state, local_group_state
 from strategies.frame_size import DEFAULT_MTU_BYTES, OversizeError
 from strategies.l2.rules import ETHERTYPE_EVENT
 from topologies.model import Topology
@@ -119,8 +120,8 @@ class Bier(Strategy):
         """Every switch's BIFT and continuation clone session."""
         add_bift(builder, topology, self.domain(topology), self.params.subdomain)
 
-    def state_builder(self, topology: Topology) -> StateBuilder:
-        """A builder holding :meth:`base_rules`, whose state is built directly
+    def base_state(self, topology: Topology) -> ControlState:
+        """The state of :meth:`base_rules`, built directly
         (:func:`strategies.bier.bift.bift_state`, equal to adding the rules one by
         one) and kept in ``caches.base_states`` as the base class does: a BIFT has
         switches x BFERs entries."""
@@ -129,10 +130,26 @@ class Bier(Strategy):
         if base is None:
             base = self.caches.base_states.put(
                 key, bift_state(topology, self.domain(topology), self.params.subdomain))
-        return StateBuilder(base=base)
+        return base  # type: ignore[no-any-return]
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
-        """The BIFTs (shared base) and one local group per known receiver set."""
+        """The BIFTs (shared base) and one local group per known receiver set
+        (:meth:`install_reference`); a single receiver set (what a receiver-scoped
+        cell installs per notification) built directly on the base
+        (:func:`strategies.bier.bift.local_group_state`, the same state)."""
+        self.domain(topology)
+        single = [receivers for pub in knowledge.publishers
+                  for receivers in knowledge.receiver_sets[pub]]
+        if len(single) != 1 or not single[0]:
+            return self.install_reference(topology, knowledge)
+        (receivers,) = single
+        return local_group_state(topology, self.base_state(topology), 1, receivers,
+                                 self.caches.group_configs,
+                                 {"groups": {receivers_key(receivers): 1}})
+
+    def install_reference(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        """Every receiver set's local group added to a builder on the BIFTs (the
+        reference)."""
         self.domain(topology)
         builder = self.state_builder(topology)
         groups: dict[str, int] = {}

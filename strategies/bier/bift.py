@@ -29,7 +29,8 @@ BierController.py (``build_bift``: per BFR-id its F-BM and next hop).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -47,17 +48,21 @@ from sim.dataplanes.bier.reference import (
     LOCAL_GROUP,
     SET_LOCAL_GROUP,
 )
+from sim.dataplanes.caches import Store
 from sim.dataplanes.control_state import (
     CloneSession,
     ControlState,
     Exact,
+    MulticastGroup,
     StateBuilder,
     SwitchConfig,
     TableEntry,
     Ternary,
+    derived_state,
 )
+from sim.dataplanes.derived_configs import ConfigExtension, derived_configs
 from sim.dataplanes.packet import group_mac
-from sim.dataplanes.trees import bfs_next_hops
+from sim.dataplanes.trees import bfs_next_hops, host_ports
 from topologies.model import Topology
 
 #: P4's multicast group ids are 16-bit (v1model ``mcast_grp``); 0 means none.
@@ -138,16 +143,70 @@ def local_entry(group: int) -> TableEntry:
                       (("group", group),))
 
 
-def add_local_groups(builder: StateBuilder, topology: Topology, group: int,
-                     receivers: Iterable[str]) -> None:
-    """Group ``group`` on every BFER with receivers: replicas to its receiving hosts."""
+def _receiver_ports(topology: Topology, group: int, receivers: Iterable[str]
+                    ) -> dict[str, list[int]]:
+    """Each BFER with receivers -> the ports towards them (checks the group id)."""
     if not 0 < group <= MAX_GROUP_ID:
         raise ValueError(f"BIER local group id {group} does not fit 16 bits (1..{MAX_GROUP_ID})")
     by_switch: dict[str, list[int]] = {}
+    attached = host_ports(topology)
     for host in receivers:
-        sw = topology.host_switch(host)
-        by_switch.setdefault(sw, []).append(topology.port_to(sw, host))
+        sw, port = attached[host]
+        got = by_switch.get(sw)
+        if got is None:
+            by_switch[sw] = [port]
+        else:
+            got.append(port)
+    return by_switch
+
+
+def add_local_groups(builder: StateBuilder, topology: Topology, group: int,
+                     receivers: Iterable[str]) -> None:
+    """Group ``group`` on every BFER with receivers: replicas to its receiving hosts."""
+    by_switch = _receiver_ports(topology, group, receivers)
     entry = local_entry(group)
     for sw in sorted(by_switch, key=topology.switch_id):
         builder.add_group(sw, group, sorted(by_switch[sw]))
         builder.add_entry(sw, entry)
+
+
+def local_group_state(topology: Topology, base: ControlState, group: int,
+                      receivers: Iterable[str], configs: Store[tuple[Any, ...], Any],
+                      publisher_info: Mapping[str, Any]) -> ControlState:
+    """``base`` plus :func:`add_local_groups` of one receiver set, built directly.
+
+    Each BFER's configuration is its base configuration with the ``local_group``
+    rule and the group (:class:`~sim.dataplanes.derived_configs.ConfigExtension`),
+    kept in ``configs`` (:func:`~sim.dataplanes.derived_configs.derived_configs` of
+    ``base``) under (base configuration, group, ports): installs that
+    give a BFER the same receiving ports share one object (skipped by control-write
+    counting and the lookup memos), and those of one BFER share one table mapping
+    (:class:`~sim.dataplanes.derived_configs.ConfigExtension`), so comparing two of
+    them compares their groups only. Equal to adding the rules
+    to a builder on ``base`` (``tests/strategies/test_tree_groups.py``).
+
+    Raises
+    ------
+    ValueError
+        If the group id does not fit 16 bits, or a BFER's base configuration has
+        ``local_group`` rules or the group already.
+    """
+    by_switch = _receiver_ports(topology, group, receivers)
+    made = derived_configs(base, configs)
+    kept_of = made.kept
+    changed = {}
+    for sw, ports in by_switch.items():
+        ports.sort()
+        kept = kept_of[sw]
+        key = ("bier local", kept, group, *ports)
+        config = made.get(key)
+        if config is None:
+            extension_key = ("bier local rule", kept, group)
+            extension = made.get(extension_key)
+            if extension is None:
+                extension = made.put(extension_key, ConfigExtension(
+                    kept.obj, {LOCAL_GROUP: (local_entry(group),)}))  # type: ignore[arg-type]
+            config = made.put(key, extension.config(
+                {group: MulticastGroup(group, tuple((p, 1) for p in ports))}))
+        changed[sw] = config
+    return derived_state(base, changed, publisher_info)

@@ -6,7 +6,9 @@ only preinstalled for specific subscriber permutations actively involved", so
 the controller installs exactly the receiver sets it knows. Each tree switch
 gets one multicast group (its child ports) and one exact rule; the frame
 carries no extra header bytes. The tree is the shortest-path tree (default)
-or the Steiner heuristic.
+or the Steiner heuristic. A single receiver set's shortest-path tree (what a
+receiver-scoped cell installs per notification) is built directly on shared
+switch configurations (:mod:`strategies.l2.tree_groups`), equal to the builder's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sim.dataplanes.packet import Notification, group_mac
 from sim.dataplanes.trees import shortest_path_tree, steiner_tree
 from strategies.base import Knowledge, register_strategy
 from strategies.l2.rules import L2Strategy, install_tree_groups
+from strategies.l2.tree_groups import tree_group_state
 from topologies.model import Topology
 
 
@@ -42,6 +45,21 @@ class Multicast(L2Strategy):
     summary = "per-publisher stored trees per receiver set, one multicast group per switch"
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        """One tree per known (publisher, receiver set): :meth:`install_reference`; the
+        shortest-path tree of a single receiver set (what a receiver-scoped cell installs
+        per notification) built directly (:func:`strategies.l2.tree_groups.tree_group_state`,
+        the same state)."""
+        single = [(pub, receivers) for pub in knowledge.publishers
+                  for receivers in knowledge.receiver_sets[pub]]
+        if self.params.tree != "spt" or len(single) != 1 or not single[0][1]:
+            return self.install_reference(topology, knowledge)
+        ((pub, receivers),) = single
+        return tree_group_state(topology, self.base_state(topology), topology.host_switch(pub),
+                                receivers, 1, group_mac(1), self.caches.group_configs,
+                                {"groups": {tree_key(pub, receivers): 1}})
+
+    def install_reference(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        """Every tree added rule by rule to a :class:`StateBuilder` (the reference)."""
         builder = StateBuilder()
         groups: dict[str, int] = {}
         build_tree = steiner_tree if self.params.tree == "steiner" else shortest_path_tree

@@ -12,10 +12,12 @@ from sim.dataplanes.control_state import (
     ControlState,
     Exact,
     StateBuilder,
+    SwitchConfig,
     TableEntry,
     Ternary,
     count_writes,
     derived_from,
+    derived_state,
     diff,
 )
 
@@ -137,6 +139,36 @@ def test_derived_states_count_entries_and_writes_as_a_full_comparison(base_ops, 
         assert state.multicast_groups == sum(len(c.multicast_groups)
                                              for c in state.switches.values())
         assert tuple(state.switches) in (SWITCHES, order)
+    for old in states:
+        for new in states:
+            assert count_writes(old, new) == len(diff(old, new))
+
+
+def test_count_writes_counts_a_key_once_where_a_table_repeats_it():
+    """A configuration made directly (not by a builder) may hold one key twice; its
+    inserts and deletes count distinct keys, as :func:`diff` does."""
+    one = TableEntry("MyIngress.a", (("k", Exact(1)),), "x")
+    again = TableEntry("MyIngress.a", (("k", Exact(1)),), "y")
+    other = TableEntry("MyIngress.a", (("k", Exact(2)),), "x")
+    empty = ControlState(switches={"s1": SwitchConfig()})
+    for entries in [(one, again), (one, again, other), (one,), (one, other)]:
+        full = ControlState(switches={"s1": SwitchConfig(tables={"MyIngress.a": entries})})
+        assert count_writes(empty, full) == len(diff(empty, full))
+        assert count_writes(full, empty) == len(diff(full, empty))
+
+
+@given(ops, ops, ops)
+def test_derived_state_equals_the_builder_and_counts_as_it(base_ops, a, b):
+    """:func:`derived_state` with the configurations a builder on the base made is
+    that builder's state: the same content, totals and writes to every other state."""
+    base = plain(base_ops)
+    built_a, built_b = layered(base, a), layered(base, b)
+    made = [derived_state(base, {sw: s.switches[sw] for sw in derived_from(s)[1]},
+                          {"made": True}) for s in (built_a, built_b)]
+    states = [*made, built_a, built_b, base, plain(a)]
+    for state, want in zip(made, (built_a, built_b), strict=True):
+        assert state.switches == want.switches and derived_from(state)[0] is base
+        assert (state.entries, state.multicast_groups) == (want.entries, want.multicast_groups)
     for old in states:
         for new in states:
             assert count_writes(old, new) == len(diff(old, new))

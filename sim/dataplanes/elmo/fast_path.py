@@ -38,7 +38,13 @@ from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
 from sim.dataplanes.elmo.codec import FIXED_BYTES, ElmoHeader, ElmoLayout, PRule
 from sim.dataplanes.elmo.fabric import ElmoFabric
-from sim.dataplanes.elmo.headers import group_for, sender_header, unpack_group
+from sim.dataplanes.elmo.headers import (
+    GroupRules,
+    PackedGroup,
+    group_for,
+    sender_header,
+    unpack_group,
+)
 from sim.dataplanes.elmo.reference import SRULE_TABLE, upstream_bits
 from sim.dataplanes.fast_path import Encoder
 from sim.dataplanes.link_waste import wasted_link_frames
@@ -92,6 +98,10 @@ class _Walk:
 _Hop = tuple[str, float]
 
 
+#: Unpacked groups an :class:`ElmoFastPath` remembers (then forgets them at once).
+UNPACKED_LIMIT = 1 << 16
+
+
 class ElmoFastPath:
     """Elmo's static walk on one topology (module docstring).
 
@@ -117,6 +127,9 @@ class ElmoFastPath:
         topo = fabric.topology
         self._hosts = frozenset(topo.hosts)
         self._host_index = {h: i for i, h in enumerate(topo.hosts)}
+        #: published group -> its p-rules (:func:`unpack_group`, a function of the
+        #: group's value); a cell draws its groups with replacement, so many repeat
+        self._unpacked: dict[PackedGroup, GroupRules] = {}
         #: per switch: neighbour by port, and by down / up bit
         self._port: dict[str, dict[int, _Hop]] = {}
         self._down: dict[str, tuple[_Hop, ...]] = {}
@@ -180,7 +193,13 @@ class ElmoFastPath:
             packed = group_for(state.publisher_info, publisher, receivers, self._host_index)
         except LookupError:
             return None
-        rules = unpack_group(packed, self.layout, self.fabric.topology.hosts)
+        unpacked = self._unpacked
+        rules = unpacked.get(packed)
+        if rules is None:
+            if len(unpacked) >= UNPACKED_LIMIT:
+                unpacked.clear()
+            rules = unpacked[packed] = unpack_group(packed, self.layout,
+                                                    self.fabric.topology.hosts)
         return (sender_header(self.fabric, rules, publisher),)
 
     def _walk(self, state: ControlState, pub: str, receivers: frozenset[str],
