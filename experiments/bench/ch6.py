@@ -1,11 +1,12 @@
 """The ch6 item of ``stackcast bench``: ch6-churn end to end on Spark.
 
 Wall time of ``experiments/specs/ch6-churn.toml`` on Spark ``local[2]``.
-``fraction`` < 1 runs a deterministic subset (:class:`SubsetSpec`: that
-fraction of the groups a real run keeps in one task, churn levels of one
-seed together) and *extrapolates*: session start + worker warm-up (one
-cell) + subset time x cells / subset cells; the output says so. Reference:
-the local engine (one warm process) on a few cells of the same subset.
+``fraction`` < 1 runs a deterministic subset
+(:class:`~experiments.runners.subset.SubsetSpec`: that fraction of the
+groups a real run keeps in one task, churn levels of one seed together)
+and *extrapolates*: session start + worker warm-up (one cell) + subset time
+x cells / subset cells; the output says so. Reference: the local engine
+(one warm process) on a few cells of the same subset.
 """
 
 from __future__ import annotations
@@ -17,40 +18,9 @@ from typing import Any
 
 from experiments.bench.common import judge, mark, rate
 from experiments.cells.spec import SPEC_DIR
-from sim.dataplanes.seeds import stable_seed
+from experiments.runners.subset import SubsetSpec
 
 CH6_SPEC = SPEC_DIR / "ch6-churn.toml"
-
-
-class SubsetSpec:
-    """A spec restricted to a deterministic ``fraction`` of its groups of related cells.
-
-    A group is what a real run keeps together in one task so that its caches
-    hit (:func:`experiments.runners.spark.affinity`: e.g. the churn levels of
-    one seed); a group is kept when the 63-bit :func:`~sim.dataplanes.seeds.stable_seed`
-    of its key falls in the first ``fraction`` of that range, so the subset is
-    spread over the whole grid and never splits a group. ``fraction`` 0 keeps
-    the one cell with the smallest id (a warm-up). Only what the runners read
-    (``name``, ``cells()``, ``canonical()``) is provided.
-    """
-
-    def __init__(self, spec: Any, fraction: float) -> None:
-        from experiments.runners.spark import affinity
-
-        if not 0 <= fraction <= 1:
-            raise ValueError(f"--fraction must be in (0, 1]; got {fraction}")
-        self.spec, self.fraction, self.name = spec, fraction, spec.name
-        everything = spec.cells()
-        limit = fraction * 2 ** 63
-        keep = [c for c in everything if stable_seed(list(affinity(c))) < limit] or [
-            min(everything, key=lambda c: c.cell_id)]
-        self.total, self._cells = len(everything), keep
-
-    def cells(self) -> list[Any]:
-        return list(self._cells)
-
-    def canonical(self) -> dict[str, Any]:
-        return dict(self.spec.canonical())
 
 
 def bench_ch6(fraction: float = 1.0, master: str = "local[2]", ref_cells: int = 16,

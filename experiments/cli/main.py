@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from experiments.cells.spec import SPEC_DIR
 from experiments.cli.bench import cmd_bench
@@ -21,6 +22,9 @@ from experiments.cli.deliver import cmd_deliver
 from experiments.cli.errors import EXIT_BAD_INPUT, CliError
 from experiments.cli.recommend import cmd_recommend
 from topologies.registry import SpecError
+
+if TYPE_CHECKING:
+    from experiments.runners.spark import CellSource
 
 
 def _shipped_specs() -> dict[str, Path]:
@@ -125,6 +129,8 @@ def cmd_topology_table61(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from experiments.cells.spec import load_spec
 
+    if not 0 < args.fraction <= 1:
+        raise CliError(f"--fraction must be in (0, 1], got {args.fraction}")
     if args.out:  # checked first: a bad --out fails before anything is loaded or run
         check_out_dir(Path(args.out), force=args.force)
     # Every cell validated on the driver before any runner starts (nothing written on error).
@@ -137,16 +143,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_out_dir(out, force=args.force)
     if args.trace:
         _write_trace(spec, args)
+    source: CellSource = spec
+    if args.fraction < 1:
+        from experiments.runners.subset import SubsetSpec
+
+        source = subset = SubsetSpec(spec, args.fraction)
+        print(f"{spec.name}: --fraction {args.fraction:g} keeps {len(subset.cells()):,} of "
+              f"{subset.total:,} cells")
     if args.runner == "local":
         if args.master:
             raise CliError("--master only applies to --runner spark")
         from experiments.runners.local import run_local
 
-        counts = run_local(spec, out, resume=args.resume, progress=not args.quiet)
+        counts = run_local(source, out, resume=args.resume, progress=not args.quiet)
     else:
         from experiments.runners.spark import run_spark
 
-        counts = run_spark(spec, out, resume=args.resume, master=args.master or "local[*]",
+        counts = run_spark(source, out, resume=args.resume, master=args.master or "local[*]",
                            progress=not args.quiet)
     print(f"{spec.name}: {counts['ran']} cells run, {counts['skipped']} skipped, "
           f"results in {out}")
@@ -317,6 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write into an --out that holds other files, and run topologies and "
                           f"notifications per cell beyond the size limits ({_LIMITS})")
     run.add_argument("--report", action="store_true", help="write the report afterwards")
+    run.add_argument("--fraction", type=float, default=1.0,
+                     help="run only this deterministic fraction of the cells, in whole groups "
+                          "of related cells spread over the grid (default 1: all); the same "
+                          "cells on every revision, for stackcast compare")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--trace", metavar="FILE",
                      help="also write the control state and encoded packets of the first "
@@ -425,10 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--json", action="store_true", help="machine-readable output")
     rec.set_defaults(func=cmd_recommend)
 
+    from experiments.cli.compare import add_compare_parser
     from experiments.cli.hil import add_hil_parser
     from experiments.cli.state import add_state_parser
 
     add_state_parser(sub)
+    add_compare_parser(sub)
     add_hil_parser(sub)
     return p
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from experiments.cells.pipeline import run_cell
-from experiments.cells.spec import ExperimentSpec
+from experiments.runners.spark import CellSource
 from experiments.storage.results import Provenance, is_done, migrate_layout, write_cell
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.seeds import canonical_json
@@ -16,7 +16,7 @@ from sim.dataplanes.seeds import canonical_json
 log = logging.getLogger(__name__)
 
 
-def run_local(spec: ExperimentSpec, out: str | Path, resume: bool = False,
+def run_local(spec: CellSource, out: str | Path, resume: bool = False,
               progress: bool = True) -> dict[str, int]:
     """Run every cell of ``spec`` into ``out``; returns counts of cells run and skipped."""
     cells = spec.cells()

@@ -15,6 +15,7 @@ from experiments.bench import ch6 as bench_ch6
 from experiments.bench import common as bench_common
 from experiments.bench import suite as bench_suite
 from experiments.cli.main import main
+from experiments.runners.subset import SubsetSpec
 
 SMALL = "jellyfish:switches=16,degree=3,hosts=1,seed=1"
 
@@ -72,7 +73,7 @@ def test_ch6_subset_keeps_the_fraction_asked_and_whole_groups():
     from experiments.runners.spark import affinity
 
     spec = load_spec(bench_ch6.CH6_SPEC)
-    sub = bench_ch6.SubsetSpec(spec, 0.05)
+    sub = SubsetSpec(spec, 0.05)
     assert 0.035 * sub.total < len(sub.cells()) < 0.065 * sub.total
     kept = {affinity(c) for c in sub.cells()}
     members: dict[tuple[str, ...], int] = {}
@@ -86,15 +87,15 @@ def test_ch6_subset_is_deterministic_and_spread():
     from experiments.cells.spec import load_spec
 
     spec = load_spec(bench_ch6.CH6_SPEC)
-    a, b = bench_ch6.SubsetSpec(spec, 0.01), bench_ch6.SubsetSpec(spec, 0.01)
+    a, b = SubsetSpec(spec, 0.01), SubsetSpec(spec, 0.01)
     assert [c.cell_id for c in a.cells()] == [c.cell_id for c in b.cells()]
     assert a.total == len(spec.cells()) and 0.006 * a.total < len(a.cells()) < 0.014 * a.total
     assert len({c.strategy for c in a.cells()}) > 3 and len({c.topology for c in a.cells()}) == 3
     assert set(c.cell_id for c in a.cells()) <= set(c.cell_id for c in
-                                                     bench_ch6.SubsetSpec(spec, 0.05).cells())
-    assert len(bench_ch6.SubsetSpec(spec, 0).cells()) == 1
+                                                     SubsetSpec(spec, 0.05).cells())
+    assert len(SubsetSpec(spec, 0).cells()) == 1
     with pytest.raises(ValueError, match="--fraction must be in"):
-        bench_ch6.SubsetSpec(spec, 1.5)
+        SubsetSpec(spec, 1.5)
 
 
 def test_cli_rejects_bad_items_and_fractions(capsys):
