@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from experiments.cells.spec import SPEC_DIR
 from experiments.cli.bench import cmd_bench
@@ -156,19 +156,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         from experiments.runners.local import run_local
 
         counts = run_local(source, out, resume=args.resume, progress=not args.quiet)
-    else:
-        from experiments.runners.spark import run_spark
+        _say_ran(spec.name, counts, out)
+        return _report(out, None, "local", None) if args.report else 0
+    from experiments.runners.spark import run_spark
 
-        counts = run_spark(source, out, resume=args.resume, master=args.master or "local[*]",
+    master = args.master or "local[*]"
+    if not args.report:
+        counts = run_spark(source, out, resume=args.resume, master=master,
                            progress=not args.quiet)
-    print(f"{spec.name}: {counts['ran']} cells run, {counts['skipped']} skipped, "
-          f"results in {out}")
-    if args.report:
-        from experiments.storage.results import report_dir
+        _say_ran(spec.name, counts, out)
+        return 0
+    from experiments.runners.spark_session import spark_session
 
-        return _report(out, report_dir(out), args.runner if args.runner == "local" else "spark",
-                       args.master)
-    return 0
+    # one session for the cells and the report's aggregation (a second JVM start saved)
+    with spark_session(master, app_name=f"stackcast {spec.name}") as session:
+        counts = run_spark(source, out, resume=args.resume, progress=not args.quiet,
+                           spark=session)
+        _say_ran(spec.name, counts, out)
+        return _report(out, None, "spark", master, spark=session)
+
+
+def _say_ran(name: str, counts: dict[str, int], out: Path) -> None:
+    print(f"{name}: {counts['ran']} cells run, {counts['skipped']} skipped, results in {out}")
 
 
 #: What a stackcast results directory holds (experiments/storage/results.py):
@@ -224,17 +233,20 @@ def _write_trace(spec, args: argparse.Namespace) -> None:  # noqa: ANN001
           f"({', '.join(c.strategy for c in cells)}) in {args.trace}")
 
 
-def _report(results: Path, out: Path, runner: str, master: str | None) -> int:
+def _report(results: Path, out: Path | None, runner: str, master: str | None,
+            spark: Any = None) -> int:
+    """Aggregate ``results`` (in this process, or with Spark: ``spark`` if given) and
+    write the report to ``out`` (default: the results directory's report folder)."""
     from experiments.reports.report import aggregate_local, write_report
-    from experiments.storage.results import declared_figures, read_results
+    from experiments.storage.results import declared_figures, read_results, report_dir
 
     if runner == "spark":
         from experiments.runners.spark import aggregate_spark
 
-        points = aggregate_spark(results, master=master or "local[*]")
+        points = aggregate_spark(results, master=master or "local[*]", spark=spark)
     else:
         points = aggregate_local(read_results(results))
-    path = write_report(points, out, declared_figures(results))
+    path = write_report(points, report_dir(results, out), declared_figures(results))
     print(f"report: {path}")
     return 0
 
@@ -246,9 +258,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                        "(the --out of stackcast run)")
     if not results.is_dir():
         raise CliError(f"results directory {str(results)!r} does not exist")
-    from experiments.storage.results import report_dir
-
-    return _report(results, report_dir(results, args.out), args.runner, args.master)
+    return _report(results, Path(args.out) if args.out else None, args.runner, args.master)
 
 
 _LIMITS = "50,000 switches + hosts, 200,000 links, 1,000,000 notifications per cell; README"

@@ -30,15 +30,20 @@ Distribution
 Output and exactly-once rows
     Each task runs its cells with :func:`experiments.cells.pipeline.run_cell` (the
     same function as the local engine, hence identical rows) and writes each
-    cell itself with :func:`experiments.storage.results.write_cell`: a temporary file
-    renamed into ``OUT/data/cell-<id>.parquet``. A cell's file name depends
-    only on the cell, and the rename is atomic, so a retried
+    cell itself through a :class:`~experiments.storage.results.CellWriter`: a
+    temporary file renamed into ``OUT/data/cell-<id>.parquet``. A cell's file
+    name depends only on the cell, and the rename is atomic, so a retried
     task, a speculative copy, a lost executor or a rerun replaces the file
-    with identical content: every cell has exactly one row set, never zero
-    after success, never two. Tasks return only ``(cell_id, rows)``; the
-    driver checks that every cell answered and has its file. ``resume=True``
-    skips cells whose file exists (complete by construction; hidden
-    ``.cell-*.tmp`` left by a killed writer are ignored by Spark and pyarrow).
+    with identical content. A task that wrote at least
+    ``GATHER_MIN_CELLS`` cells then gathers them into one
+    ``cells-<hash>.parquet`` (named by its cell ids, so a retry replaces it
+    too) and removes their cell files (:mod:`experiments.storage.gathered`):
+    every cell has exactly one row set, never zero after success, never two.
+    Tasks return only ``(cell_id, rows)``; the driver checks that every cell
+    answered and has rows on disk. ``resume=True`` skips cells that have rows
+    (files are complete by construction; hidden ``.cell-*.tmp`` left by a
+    killed writer are ignored by Spark and pyarrow); a run without it first
+    takes its cells out of earlier gathered files.
     ``OUT`` must be a path every executor sees at the same place (the local
     disk for ``local[*]``; NFS or another shared mount on a cluster).
 
@@ -56,8 +61,9 @@ Aggregation
     :func:`experiments.reports.report.aggregate_local`, in the same order.
 
 Progress
-    A driver thread polls the expected cell files (a file counts once it is
-    new or replaced since the run started) and drives a tqdm bar: cells done /
+    A driver thread polls the expected cell files and the gathered files (a
+    cell counts once its file, or a gathered file listing it, is new or
+    replaced since the run started) and drives a tqdm bar: cells done /
     total, rate and ETA.
 
 Wrapping cells
@@ -86,15 +92,16 @@ from experiments.cells.pipeline import run_cell
 from experiments.cells.schema import ROWS, TIMED_ROWS, metric_columns, point_columns
 from experiments.cells.spec import Cell
 from experiments.runners.spark_session import DEFAULT_MASTER, require_spark, spark_session
+from experiments.storage.gathered import gathered_files, gathered_ids
 from experiments.storage.results import (
+    CellWriter,
     Provenance,
     cell_path,
     data_dir,
     dataset_schema,
-    is_done,
-    migrate_layout,
+    done_cells,
+    prepare_run,
     results_data,
-    write_cell,
 )
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.seeds import canonical_json
@@ -273,17 +280,19 @@ def run_partition(groups: Iterable[list[Cell]], out: str, prov: Provenance,
     everything it left young (about 5-15 % of a small ch. 6 cell).
     """
     caches = Caches()  # shared by the cells of this partition (churn groups stay together)
+    writer = CellWriter(out, prov)  # the partition's cells end in one gathered file
     with rare_gc():
         for group in groups:
             for cell in group:
-                task = partial(run_and_write, cell, out, prov, caches)
+                task = partial(run_and_write, cell, writer, caches)
                 yield cell.cell_id, task() if around is None else around(cell, task)
+    writer.close()
 
 
-def run_and_write(cell: Cell, out: str, prov: Provenance, caches: Caches | None = None) -> int:
-    """Run ``cell`` and write its file under ``out``; returns its row count."""
+def run_and_write(cell: Cell, writer: CellWriter, caches: Caches | None = None) -> int:
+    """Run ``cell`` and write its file with ``writer``; returns its row count."""
     table = run_cell(cell, caches=caches)
-    write_cell(out, cell, table, prov)
+    writer.write(cell, table)
     return table.num_rows
 
 
@@ -298,12 +307,15 @@ def _signature(path: Path) -> tuple[int, int] | None:
 
 
 class FileProgress:
-    """Counts cells whose file appeared or was replaced since construction."""
+    """Counts cells whose file, or a gathered file holding them, appeared or was
+    replaced since construction."""
 
     def __init__(self, out: str | Path, cells: Sequence[Cell], bar: Any,
                  interval_s: float = 0.5) -> None:
         self._pending = {c.cell_id: cell_path(out, c) for c in cells}
         self._before = {cid: _signature(p) for cid, p in self._pending.items()}
+        self._data = data_dir(out)
+        self._gathered = {f: _signature(f) for f in gathered_files(self._data)}
         self._bar = bar
         self._interval_s = interval_s
         self._stop = threading.Event()
@@ -313,6 +325,15 @@ class FileProgress:
     def poll(self) -> int:
         done = [cid for cid, p in self._pending.items()
                 if (sig := _signature(p)) is not None and sig != self._before[cid]]
+        for f in gathered_files(self._data):
+            sig = _signature(f)
+            if sig is not None and sig != self._gathered.get(f):
+                self._gathered[f] = sig
+                try:
+                    done += [cid for cid in gathered_ids(f) if cid in self._pending]
+                except OSError:  # replaced or removed while being read: the next poll sees it
+                    del self._gathered[f]
+        done = list(dict.fromkeys(done))
         for cid in done:
             del self._pending[cid]
         if done:
@@ -404,8 +425,7 @@ def run_spark(spec: CellSource, out: str | Path, resume: bool = False,
     """
     root = _local_path(out)
     cells = list({c.cell_id: c for c in spec.cells()}.values())
-    migrate_layout(root)
-    todo = [c for c in cells if not (resume and is_done(root, c))]
+    todo = prepare_run(root, cells, resume)
     counts = {"cells": len(cells), "ran": len(todo), "skipped": len(cells) - len(todo)}
     log.info("%s: %d cells, %d to run", spec.name, len(cells), len(todo))
     if not todo:
@@ -443,7 +463,8 @@ def _run_cells(spark: Any, todo: list[Cell], root: Path, prov: Provenance,
     with FileProgress(root, todo, bar):
         answered = sc.parallelize(parts, numSlices=len(parts)).mapPartitions(task).collect()
     got = {cid for cid, _ in answered}
-    missing = [c.cell_id for c in todo if c.cell_id not in got or not is_done(root, c)]
+    done = done_cells(root)
+    missing = [c.cell_id for c in todo if c.cell_id not in got or c.cell_id not in done]
     if missing:
         raise RuntimeError(f"{len(missing)} cells produced no result file, e.g. {missing[0]}")
     log.info("%d cells, %d rows written under %s", len(got), sum(n for _, n in answered), root)
@@ -476,6 +497,7 @@ def aggregate_frame(df: Any) -> list[dict[str, Any]]:
 
     schema = TIMED_ROWS if "timed" in df.columns else ROWS
     points, metrics = point_columns(schema), metric_columns(schema)
+    session = df.sparkSession
     # step models (a declared StepAxis): one group per run, plus the running sum
     stepped = F.split(F.col("receivers_model"), ":").getItem(0).isin(*sorted(step_model_names()))
     cum = F.sum(F.col("control_writes").cast("double")).over(
@@ -489,7 +511,16 @@ def aggregate_frame(df: Any) -> list[dict[str, Any]]:
         aggs += [F.avg(F.col(m).cast("double")).alias(f"{m}_mean"), std.alias(f"{m}_std"),
                  (F.lit(1.96) * std / F.sqrt(n.cast("double"))).alias(f"{m}_ci95"),
                  F.max(F.col(m).cast("double")).alias(f"{m}_max")]
-    rows = df.groupBy(*points, "_run").agg(*aggs).collect()
+    # Two shuffles (the running sum, the groups) of a few hundred MB at most: Spark's
+    # default of 200 shuffle partitions made them 400 tiny tasks (half the aggregation's
+    # time on 2 slots); two per slot, set for this query only.
+    before = session.conf.get("spark.sql.shuffle.partitions")
+    session.conf.set("spark.sql.shuffle.partitions",
+                     str(2 * max(1, session.sparkContext.defaultParallelism)))
+    try:
+        rows = df.groupBy(*points, "_run").agg(*aggs).collect()
+    finally:
+        session.conf.set("spark.sql.shuffle.partitions", before)
     out = []
     for row in rows:
         rec = row.asDict()

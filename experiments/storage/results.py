@@ -1,8 +1,9 @@
-"""Results on disk: a Parquet dataset, one file per cell, next to its reports.
+"""Results on disk: a Parquet dataset of cell files, next to its reports.
 
 Layout of a results directory ``OUT``::
 
-    OUT/data/cell-<cell_id>.parquet   the dataset, one flat directory
+    OUT/data/cell-<cell_id>.parquet   the dataset, one flat directory: one cell's rows,
+    OUT/data/cells-<hash>.parquet     or the cells of one task gathered (gathered.py)
     OUT/report/                       reports (stackcast report)
 
 Every file holds every column of its rows, ``experiment`` and ``strategy``
@@ -18,7 +19,10 @@ resume.
 Each cell's rows are written to a hidden temporary name and renamed into
 place, so a file is either complete or absent: a retried or repeated cell
 replaces its own file and never duplicates rows, and ``--resume`` skips cells
-whose file exists. Schema metadata carries the canonical cell and spec JSON,
+that have a file or are in a gathered one (:func:`done_cells`). A task that
+wrote at least :data:`GATHER_MIN_CELLS` cells gathers them into one file
+(:class:`CellWriter`), so a big sweep leaves hundreds of files, not tens of
+thousands. Schema metadata carries the canonical cell and spec JSON,
 the package version and the git commit (:class:`Provenance`, computed once on
 the driver and passed to every writer).
 
@@ -44,6 +48,14 @@ import pyarrow.parquet as pq
 
 from experiments.cells.schema import ROWS, TIMED_ROWS
 from experiments.cells.spec import Cell
+from experiments.storage.gathered import (
+    cell_files,
+    drop_leftovers,
+    forget_cells,
+    gathered_files,
+    gathered_ids,
+    write_gathered,
+)
 from sim.dataplanes.seeds import canonical_json
 
 log = logging.getLogger(__name__)
@@ -53,6 +65,10 @@ DATA_DIR = "data"
 #: The default report directory inside a results directory.
 REPORT_DIR = "report"
 _OLD_PARTITIONS = "experiment=*/strategy=*"
+#: A writer that wrote at least this many cells gathers them into one file.
+GATHER_MIN_CELLS = 16
+#: A gathered file holds at most about this many rows (the writer keeps them in memory).
+GATHER_MAX_ROWS = 200_000
 
 
 @lru_cache(maxsize=1)
@@ -142,9 +158,42 @@ def cell_path(out: str | Path, cell: Cell) -> Path:
     return data_dir(out) / f"cell-{cell.cell_id}.parquet"
 
 
-def is_done(out: str | Path, cell: Cell) -> bool:
-    """Whether ``cell``'s file exists (complete by construction)."""
-    return cell_path(out, cell).is_file()
+def result_files(out: str | Path) -> list[Path]:
+    """Every file of the dataset of ``out``: single cells, then gathered files."""
+    data = data_dir(out)
+    return cell_files(data) + gathered_files(data)
+
+
+def done_cells(out: str | Path) -> set[str]:
+    """Ids of the cells that have rows under ``out`` (files are complete by construction)."""
+    data = data_dir(out)
+    return ({f.stem.removeprefix("cell-") for f in cell_files(data)}
+            | {cid for f in gathered_files(data) for cid in gathered_ids(f)})
+
+
+def prepare_run(out: str | Path, cells: list[Cell], resume: bool) -> list[Cell]:
+    """The cells a run into ``out`` must run, with ``out`` made ready for them.
+
+    An old layout is migrated and leftovers of a stopped gathering removed;
+    with ``resume`` the cells that have rows are skipped, otherwise the cells
+    are taken out of gathered files first (they are written anew).
+    """
+    migrate_layout(out)
+    data = data_dir(out)
+    if not data.is_dir():
+        return list(cells)
+    drop_leftovers(data)
+    if resume:
+        done = done_cells(out)
+        return [c for c in cells if c.cell_id not in done]
+    if forget_cells(data, {c.cell_id for c in cells}):
+        log.warning("cells run again were taken out of the gathered files of %s", data)
+    return list(cells)
+
+
+def as_rows(table: pa.Table) -> pa.Table:
+    """``table`` with the :data:`ROWS` or :data:`TIMED_ROWS` schema (others cast to ROWS)."""
+    return table if table.schema in (ROWS, TIMED_ROWS) else table.cast(ROWS)
 
 
 def write_cell(out: str | Path, cell: Cell, table: pa.Table,
@@ -168,9 +217,7 @@ def write_cell(out: str | Path, cell: Cell, table: pa.Table,
     Path
         The cell's file.
     """
-    if table.schema not in (ROWS, TIMED_ROWS):
-        table = table.cast(ROWS)
-    table = table.replace_schema_metadata((prov or Provenance.of()).metadata(cell))
+    table = as_rows(table).replace_schema_metadata((prov or Provenance.of()).metadata(cell))
     path = cell_path(out, cell)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
@@ -220,8 +267,10 @@ def results_data(out: str | Path) -> Path:
     root = Path(out)
     migrate_layout(root)
     data = data_dir(root)
-    if not any(data.glob("cell-*.parquet")):
-        if root.name == DATA_DIR and any(root.glob("cell-*.parquet")):
+    if data.is_dir():
+        drop_leftovers(data)
+    if not result_files(root):
+        if root.name == DATA_DIR and result_files(root.parent):
             raise FileNotFoundError(f"{str(root)!r} is the dataset of a results directory: "
                                     f"give the results directory {str(root.parent)!r}")
         raise FileNotFoundError(f"no results under {str(root)!r}")
@@ -235,8 +284,8 @@ def dataset_schema(out: str | Path) -> pa.Schema:
     columns. Only file footers are read, and a static dataset stops at its
     first file.
     """
-    files = results_data(out).glob("cell-*.parquet")
-    timed = all("timed" in pq.read_schema(f).names for f in files)
+    results_data(out)
+    timed = all("timed" in pq.read_schema(f).names for f in result_files(out))
     return TIMED_ROWS if timed else ROWS
 
 
@@ -257,7 +306,8 @@ def declared_figures(out: str | Path) -> dict[str, tuple[str, ...]]:
     """
     seen: set[bytes] = set()
     out_figures: dict[str, tuple[str, ...]] = {}
-    for f in sorted(results_data(out).glob("cell-*.parquet")):
+    results_data(out)
+    for f in result_files(out):
         raw = (pq.read_schema(f).metadata or {}).get(b"spec", b"")
         if not raw or raw in seen:
             continue
@@ -267,3 +317,51 @@ def declared_figures(out: str | Path) -> dict[str, tuple[str, ...]]:
         name = spec.get("name", "")
         out_figures[name] = tuple(dict.fromkeys(out_figures.get(name, ()) + figures))
     return out_figures
+
+
+class CellWriter:
+    """Writes the cells of one task (or local run); gathers them into one file at the end.
+
+    :meth:`write` writes a cell's own file at once (progress, ``--resume``
+    and a crash see it); the writer keeps its rows, and once they reach
+    ``max_rows``, or at :meth:`close` when it holds at least ``min_cells``
+    cells, writes them as one gathered file and removes their cell files
+    (:mod:`experiments.storage.gathered`). Fewer cells stay one file each.
+    Chunks depend only on the order and sizes of the cells, so a retried
+    task gathers the same cells under the same name.
+    """
+
+    def __init__(self, out: str | Path, prov: Provenance, *,
+                 min_cells: int = GATHER_MIN_CELLS, max_rows: int = GATHER_MAX_ROWS) -> None:
+        self.out, self.prov = Path(out), prov
+        self.min_cells, self.max_rows = min_cells, max_rows
+        self._held: list[tuple[Cell, pa.Table]] = []
+        self._rows = 0
+
+    def write(self, cell: Cell, table: pa.Table) -> Path:
+        """Write ``cell``'s file (see :func:`write_cell`) and keep its rows for gathering."""
+        table = as_rows(table)
+        path = write_cell(self.out, cell, table, self.prov)
+        if self._held and table.schema != self._held[0][1].schema:
+            self._gather()  # one schema per file (a mixed run: static and timed cells)
+        self._held.append((cell, table))
+        self._rows += table.num_rows
+        if self._rows >= self.max_rows:
+            self._gather()
+        return path
+
+    def close(self) -> None:
+        """Gather what is held if it is at least ``min_cells`` cells."""
+        if len(self._held) >= self.min_cells:
+            self._gather()
+        self._held, self._rows = [], 0
+
+    def _gather(self) -> None:
+        if len(self._held) > 1:
+            cells = [c for c, _ in self._held]
+            meta = {k: v for k, v in self.prov.metadata(cells[0]).items() if k != b"cell"}
+            write_gathered(data_dir(self.out), [c.cell_id for c in cells],
+                           pa.concat_tables([t for _, t in self._held]), meta)
+            for cell in cells:
+                cell_path(self.out, cell).unlink(missing_ok=True)
+        self._held, self._rows = [], 0
