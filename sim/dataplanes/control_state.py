@@ -335,6 +335,17 @@ class StateBuilder:
         self._seen.add(key)
         entries.append(entry)
 
+    def add_entries(self, entries: Iterable[tuple[str, TableEntry]]) -> None:
+        """:meth:`add_entry` of each ``(switch, entry)`` in turn (one call for many)."""
+        seen, table_of = self._seen, self._table
+        for switch, entry in entries:
+            added = table_of(switch, entry.table)
+            key = (switch, (entry.table, entry.match, entry.priority))
+            if key in seen:
+                raise ValueError(f"duplicate entry on {switch}: {entry}")
+            seen.add(key)
+            added.append(entry)
+
     def add_group(self, switch: str, group_id: int, ports: Iterable[int]) -> None:
         groups = self._switch_map(self._groups, switch, "multicast_groups")
         if group_id in groups:

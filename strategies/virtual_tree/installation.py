@@ -58,10 +58,20 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from sim.dataplanes.caches import Caches, Identity
-from sim.dataplanes.control_state import ControlState, StateBuilder, Write, diff
+from sim.dataplanes.control_state import (
+    ControlState,
+    Exact,
+    StateBuilder,
+    TableEntry,
+    Write,
+    diff,
+)
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.virtual_tree.codec import KIND_HOP, KIND_STOP, KIND_TREE, LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
+    CHECK_TREE,
+    KEY_LABEL,
+    SET_TREE_PORTS,
     hop_label,
     install_port_rules,
     stop_label,
@@ -98,6 +108,7 @@ from strategies.virtual_tree.labels import (
     label_format,
     validate_label_params,
 )
+from strategies.virtual_tree.steiner_jit import sph_kernel
 from topologies.model import Topology
 from topologies.registry import SpecError, check
 
@@ -139,8 +150,48 @@ def steiner_links(topology: Topology, switches: Iterable[str]) -> frozenset[int]
     """Links of the shortest-path Steiner heuristic over ``switches`` (all weights 1).
 
     The tree grows from the lowest-index switch; ties as in
-    :func:`strategies.virtual_tree.encoder.steiner_sph`.
+    :func:`strategies.virtual_tree.encoder.steiner_sph`. Calls the compiled
+    routine with the graph's zero weights and result buffers kept
+    (:func:`_sph_buffers`) rather than made per call; a tree it does not find
+    (terminals not connected) goes to :func:`steiner_links_reference`, which
+    raises its error. The same links as the reference
+    (``tests/strategies/test_vt_install_fast.py``); vt-random and
+    vt-random-variant draw thousands of these per install.
     """
+    g = encoder_graph(topology)
+    idx = sorted({g.index[s] for s in switches})
+    if len(idx) < 2:
+        return frozenset()
+    if sph_kernel is None:
+        return steiner_links_reference(topology, switches)
+    zeros, edges, nodes = _sph_buffers(g)
+    status, n_edges, _, _, _ = sph_kernel(g.arrays, zeros, zeros, idx[0],
+                                          np.array(idx[1:], np.int64), -1, edges, nodes)
+    if status != 0:
+        return steiner_links_reference(topology, switches)
+    return frozenset(edges[:n_edges].tolist())
+
+
+#: id(graph) -> (graph, per-edge zeros, edge and node buffers) of :func:`steiner_links`
+_BUFFERS: dict[int, tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _sph_buffers(g: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-edge zeros (no virtual links, no terminal host links: the kernel only reads
+    them) and result buffers of ``g``, kept while ``g`` is (at most 64 graphs)."""
+    hit = _BUFFERS.get(id(g))
+    if hit is None or hit[0] is not g:
+        if len(_BUFFERS) >= 64:
+            _BUFFERS.clear()
+        hit = _BUFFERS[id(g)] = (g, np.zeros(g.edge_count, np.uint8),
+                                 np.empty(len(g.names), np.int64),
+                                 np.empty(len(g.names), np.int64))
+    return hit[1], hit[2], hit[3]
+
+
+def steiner_links_reference(topology: Topology, switches: Iterable[str]) -> frozenset[int]:
+    """:func:`steiner_links` through :func:`~strategies.virtual_tree.encoder.steiner_sph`
+    (the definition)."""
     g = encoder_graph(topology)
     idx = sorted({g.index[s] for s in switches})
     if len(idx) < 2:
@@ -178,7 +229,75 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
                   group_limits: Mapping[str, int] | None = None,
                   exclude: Iterable[frozenset[int]] = (),
                   ports: TreePorts | None = None) -> Installation:
-    """Install candidates in order while every switch they need has a free rule.
+    """:func:`install_trees_reference` (parameters, outcome and errors), with the
+    capacity of every candidate checked on bitmasks.
+
+    Without ``group_limits``, a candidate is full when its switch mask
+    (:meth:`TreePorts.switch_mask`, memoised per link set) meets the mask of the
+    switches whose ``check_tree`` rules are used up, kept as VTs are installed:
+    the same answer as asking every switch of its VT ports, without building
+    the ports of candidates that are rejected (most of them once memory fills:
+    vt-random-variant tries about a thousand per install); ``group_limits`` are
+    kept the same way, one mask per limited group.
+    ``tests/strategies/test_vt_install_fast.py`` compares the two.
+    """
+    memo = ports if ports is not None else TreePorts(topology)
+    used = dict(usage or {})
+    bits = memo.bits
+    every = sum(bits.values())
+    full = 0  # switches whose rules are used up: used.get(s, 0) >= max_rules
+    for s, bit in bits.items():
+        if used.get(s, 0) >= max_rules:
+            full |= bit
+    # per limited group: its switches whose group budget is used up
+    limits = dict(group_limits or {})
+    group_full = {g: every if limit <= 0 else 0 for g, limit in limits.items()}
+    group_used: dict[tuple[str, str], int] = {}
+    seen = set(exclude)
+    trees: list[VirtualTree] = []
+    rejected = failures = 0
+    stop = on_full == "stop"
+    for cand in candidates:
+        if max_trees is not None and len(trees) >= max_trees:
+            break
+        edges = cand.edges
+        if len(edges) < min_edges or edges in seen:
+            continue
+        mask = memo.switch_mask(edges)
+        if mask & full or mask & group_full.get(cand.group, 0):
+            rejected += 1
+            failures += 1
+            if stop or (max_failures is not None and failures >= max_failures):
+                break
+            continue
+        if not memo.connected(edges):
+            raise ValueError(f"virtual tree {cand.name or sorted(edges)} is not connected")
+        failures = 0
+        tree_label(fmt, next_id)  # raises FieldRangeError: ids never wrap around
+        trees.append(VirtualTree(next_id, tuple(sorted(edges)), cand.name, cand.group))
+        next_id += 1
+        seen.add(edges)
+        limit = limits.get(cand.group)
+        for s in memo.ports(edges):
+            n = used[s] = used.get(s, 0) + 1
+            if n >= max_rules:
+                full |= bits[s]
+            if limit is not None:
+                n = group_used[(cand.group, s)] = group_used.get((cand.group, s), 0) + 1
+                if n >= limit:
+                    group_full[cand.group] |= bits[s]
+    return Installation(tuple(trees), next_id, rejected, used)
+
+
+def install_trees_reference(topology: Topology, candidates: Iterable[Candidate], *, max_rules: int,
+                  on_full: OnFull, fmt: LabelFormat, next_id: int = 1,
+                  usage: Mapping[str, int] | None = None, min_edges: int = 2,
+                  max_trees: int | None = None, max_failures: int | None = None,
+                  group_limits: Mapping[str, int] | None = None,
+                  exclude: Iterable[frozenset[int]] = (),
+                  ports: TreePorts | None = None) -> Installation:
+    """Install candidates in order while every switch they need has a free rule (the
+    definition; :func:`install_trees` is the same with the capacity checked on bitmasks).
 
     Parameters
     ----------
@@ -254,7 +373,33 @@ def build_state(topology: Topology, fmt: LabelFormat, installed: Sequence[Virtua
                 next_id: int, published: Sequence[VirtualTree] | None = None,
                 extra: Mapping[str, Any] | None = None, caches: Caches | None = None,
                 ports: TreePorts | None = None) -> ControlState:
-    """Per-port rules on every switch plus one ``check_tree`` rule per VT switch.
+    """:func:`build_state_reference` (parameters, state and errors), with each VT's
+    label and match made once and its port masks remembered per link set
+    (:meth:`TreePorts.port_masks`) instead of once per switch; the entries are
+    added in the reference's order (``tests/strategies/test_vt_install_fast.py``).
+    """
+    memo = ports if ports is not None else TreePorts(topology)
+    builder = StateBuilder(base=port_rules(topology, fmt, caches))
+    added: list[tuple[str, TableEntry]] = []
+    for t in installed:
+        edges = frozenset(t.edges)
+        if edges and memo.ports(edges):  # the label first, as the reference's first entry
+            match = ((KEY_LABEL, Exact(tree_label(fmt, t.tree_id))),)
+            added.extend((sw, TableEntry(CHECK_TREE, match, SET_TREE_PORTS, (("ports", m),)))
+                         for sw, m in memo.port_masks(edges, fmt))
+    builder.add_entries(added)
+    pub = installed if published is None else published
+    info = {"virtual_trees": [[t.tree_id, list(t.edges), t.name, t.group] for t in pub],
+            "next_tree_id": next_id, **(extra or {})}
+    return builder.build(topology.switches, info)
+
+
+def build_state_reference(topology: Topology, fmt: LabelFormat, installed: Sequence[VirtualTree],
+                next_id: int, published: Sequence[VirtualTree] | None = None,
+                extra: Mapping[str, Any] | None = None, caches: Caches | None = None,
+                ports: TreePorts | None = None) -> ControlState:
+    """Per-port rules on every switch plus one ``check_tree`` rule per VT switch (the
+    definition; :func:`build_state` builds the same state faster).
 
     ``published`` (default: ``installed``) is what the publishers are told.
     ``caches``: where the per-port rules are kept (``caches.base_states``, one

@@ -410,6 +410,38 @@ def test_a_partition_runs_and_writes_its_cells_with_rare_collections(tmp_path: P
     assert seen == [RUN_GC_THRESHOLDS] * 6 and gc.get_threshold() == before
 
 
+def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
+        tmp_path: Path) -> None:
+    """Every cell after the first starts with the survivors of the cells before it
+    frozen (collections skip them); the partition's end unfreezes them, and a
+    freeze made by someone else before is left alone."""
+    import gc
+
+    from experiments.storage.results import Provenance
+
+    cells = make_spec().cells()[:3]
+    counts: list[int] = []
+
+    def around(cell: Cell, task: Any) -> int:
+        counts.append(gc.get_freeze_count())
+        return task()
+
+    assert gc.get_freeze_count() == 0
+    list(run_partition([cells], str(tmp_path / "a"), Provenance.of(), around))
+    assert counts[0] == 0 and counts[1] > 0 and counts[2] >= counts[1]
+    assert gc.get_freeze_count() == 0
+    counts.clear()
+    gc.freeze()
+    try:
+        held = gc.get_freeze_count()
+        list(run_partition([cells], str(tmp_path / "b"), Provenance.of(), around))
+        # nothing more frozen (refcounting may free some), nothing unfrozen
+        assert len(counts) == 3 and all(0 < c <= held for c in counts)
+        assert 0 < gc.get_freeze_count() <= held
+    finally:
+        gc.unfreeze()
+
+
 def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
     """Cells that differ only in the churn level share the worker's caches: one task."""
     levels = [f"clustered:scenario=nearby,churn={c}" for c in range(0, 101, 10)]

@@ -230,7 +230,7 @@ class WalkTables:
         hop = self._part((0, id(hop_t), id(ext)), (hop_t, ext),
                          lambda: self._actions(hop_t, lambda e: self._hop(e, seq)))
         tree = self._part((1, id(tree_t), id(ext), id(groups)), (tree_t, ext, groups),
-                          lambda: self._actions(tree_t, lambda e: self._tree(e, seq, groups)))
+                          lambda: self._tree_actions(tree_t, seq, groups))
         stop = self._part((2, id(stop_t)), (stop_t,), lambda: self._stops(stop_t))
         sess = self._part((3, id(sessions)), (sessions,), lambda: self._sessions(sessions))
         bad = int(hop[2] or tree[2] or stop[2])
@@ -310,6 +310,57 @@ class WalkTables:
             outs.extend(ports)
             ends.append(len(outs))
             self.max_outs = max(self.max_outs, len(ports))
+        n = len(keys)
+        at = self.pool.n
+        first_out = at + 5 * n
+        self.pool.extend([*keys, *kinds, *(first_out + e for e in ends[:-1]),
+                          *(first_out + e for e in ends[1:]), *bads, *outs])
+        return at, n, False
+
+    def _tree_actions(self, entries: Iterable[Any],
+                      seq: Callable[[int], tuple[int, ...] | None], groups: Any
+                      ) -> tuple[int, int, bool]:
+        """``_actions(entries, lambda e: _tree(e, seq, groups))`` (the definition), in one
+        loop: the answer block of a ``check_tree`` tuple, whose entries (one per VT on
+        the switch, a new tuple for every install) are the bulk of a new state's
+        pieces. ``tests/sim/test_walk_tables_tree.py`` compares the two."""
+        first: dict[int, Any] = {}
+        for entry in entries:
+            match = entry.match
+            if len(match) != 1 or type(match[0][1]) is not Exact:
+                return 0, 0, True
+            key = match[0][1].value
+            if key not in first:
+                first[key] = entry
+        keys: list[int] = []
+        kinds: list[int] = []
+        bads: list[int] = []
+        outs: list[int] = []
+        ends = [0]
+        for key in sorted(first):
+            if not 0 <= key < _KEY_LIMIT:
+                continue
+            entry = first[key]
+            bad = 0
+            ports: Sequence[int]
+            try:
+                if entry.action == SET_TREE_GROUP:
+                    kind, ports = self._tree(entry, seq, groups)
+                else:
+                    mask = entry.param("ports")
+                    got = seq(mask) if mask else ()
+                    if got is None:
+                        raise _Decline
+                    kind, ports = ACT_PORTS, got
+            except (_Decline, FieldRangeError, KeyError):
+                kind, ports, bad = ACT_HOP, (), 1
+            keys.append(key)
+            kinds.append(kind)
+            bads.append(bad)
+            outs.extend(ports)
+            ends.append(len(outs))
+            if len(ports) > self.max_outs:
+                self.max_outs = len(ports)
         n = len(keys)
         at = self.pool.n
         first_out = at + 5 * n
