@@ -16,6 +16,7 @@ the number format and the log-scale decision: :mod:`experiments.reports.columns`
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -128,13 +129,39 @@ def _x_axis(specs: Iterable[str]) -> tuple[str | None, dict[str, float], dict[st
     return x, xs, rest
 
 
-def _label(rec: Mapping[str, Any], varying: Iterable[str]) -> str:
+def _label(rec: Mapping[str, Any], varying: Iterable[str],
+           timed: Mapping[str, str] | None = None) -> str:
+    """A series' legend label: strategy, parameters and the varying point columns
+    (the ``timed`` column as its varying settings, :func:`timed_labels`)."""
     parts = [rec["strategy"]]
     if rec["params"] != "{}":
         parts.append(rec["params"].strip("{}").replace('"', ""))
     for col in varying:
-        parts.append(f"{col}={rec[col]}")
+        parts.append(timed[rec[col]] if col == "timed" and timed is not None
+                     else f"{col}={rec[col]}")
     return " ".join(parts)
+
+
+def timed_labels(settings: Iterable[str]) -> dict[str, str]:
+    """Each ``timed`` value (canonical JSON of a point's ``[timed]`` settings) as a
+    label: only the settings that differ between ``settings``, in key order
+    (``rate_hz=3200.0 recirc_port_bps=none``); the table keeps the whole JSON.
+
+    A legend of the whole JSON per series costs the report most of its time on
+    a swept spec (tens of thousands of glyphs per legend, drawn three times per
+    plot) and is unreadable; the varying keys tell the series apart all the same.
+    """
+    parsed = {t: json.loads(t) for t in settings}
+    keys = sorted({k for s in parsed.values() for k in s})
+
+    def text(v: Any) -> str:
+        return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+    varying = [k for k in keys if len({text(s.get(k)) for s in parsed.values()}) > 1]
+    out = {t: " ".join(f"{k}={text(s.get(k))}" for k in varying) for t, s in parsed.items()}
+    if len(set(out.values())) < len(out):  # two settings that print alike: the whole JSON
+        return {t: f"timed={t}" for t in parsed}
+    return out
 
 
 def _varying(specs: Iterable[str], skip: str | None = None) -> dict[str, str]:
@@ -210,12 +237,13 @@ def _plots(exp: str, recs: Sequence[Mapping[str, Any]], out: Path, timed: bool,
         xlabel, per = receiver_axis_label(kind, x_name), "notification"
         xs = {(r["receivers_model"], r.get("run")): x_of[r["receivers_model"]] for r in recs}
         metrics = PLOTTED + (TIMED_HEADLINE[:3] if timed else [])
+    timed_names = timed_labels({r["timed"] for r in recs}) if "timed" in varying else None
     lines, zero = [], []
     for metric in metrics:
         pts: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
         for r in recs:
             spec = r["receivers_model"]
-            label = " ".join(filter(None, [_label(r, varying), rest[spec]]))
+            label = " ".join(filter(None, [_label(r, varying, timed_names), rest[spec]]))
             pts[label].append((xs[(spec, r.get("run"))], r[f"{metric}_mean"],
                                r[f"{metric}_ci95"]))
         if all(p[1] == 0 for ps in pts.values() for p in ps):

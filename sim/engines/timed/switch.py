@@ -300,7 +300,7 @@ class EgressPort(FifoServer):
 class _Packet:
     """One arriving frame inside a switch: its plan once the first pass started."""
 
-    __slots__ = ("frame", "in_port", "pipe", "plan", "steps", "service")
+    __slots__ = ("frame", "in_port", "pipe", "plan", "steps", "service", "recirc_s")
 
     def __init__(self, frame: Frame, in_port: int, pipe: int) -> None:
         self.frame = frame
@@ -309,6 +309,8 @@ class _Packet:
         self.plan: PassPlan | None = None
         self.steps: tuple[Step, ...] = ()  # plan.steps
         self.service: float = 0.0
+        #: a pass's time on a recirculation port (RecircPort.service; -1 until asked)
+        self.recirc_s: float = -1.0
 
 
 class Pipeline(FifoServer):
@@ -409,6 +411,12 @@ class RecircPort(FifoServer):
     Timing: ``8 x bytes / bps`` per recirculated pass, where bytes is the
     size of the frame as it arrived at the switch (stacks only shrink, so
     this is an upper bound).
+
+    A recirculating visit crosses the port once per pass: the service time is
+    worked out once per arriving frame (``_Packet.recirc_s``, the same
+    expression) and :meth:`_finish` runs :meth:`FifoServer._finish` with
+    :meth:`done` and :meth:`SwitchNode.enqueue` inlined (the same effects in the
+    same order; ``tests/sim/test_timed_recirc_ports.py`` holds the reference).
     """
 
     __slots__ = ("switch", "bps")
@@ -420,10 +428,36 @@ class RecircPort(FifoServer):
         self.bps = bps
 
     def service(self, item: tuple[_Packet, int]) -> float:
-        return 8.0 * item[0].frame[0].frame_bytes / self.bps
+        pkt = item[0]
+        s = pkt.recirc_s
+        if s < 0.0:
+            s = pkt.recirc_s = 8.0 * pkt.frame[0].frame_bytes / self.bps
+        return s
 
     def done(self, item: tuple[_Packet, int]) -> None:
         self.switch.enqueue(item)
+
+    def _finish(self, _event: Any) -> None:
+        q = self.queue
+        item = q.popleft()
+        now = self.env._now
+        self._area += self._level * (now - self._t)
+        self._t = now
+        self._level = len(q)  # lower than before: the peak cannot change
+        pkt = item[0]  # done: SwitchNode.enqueue
+        switch = self.switch
+        if not switch.pipelines[pkt.pipe].offer(item):
+            switch.recorder.drop(now, "pipeline", switch.name, pkt.pipe, pkt.frame[1])
+        if q:
+            nxt = q[0][0]
+            s = nxt.recirc_s
+            if s < 0.0:
+                s = nxt.recirc_s = 8.0 * nxt.frame[0].frame_bytes / self.bps
+            wake = self._wake
+            wake.callbacks = self._callbacks
+            heappush(self._heap, (now + s, NORMAL, next(self._eid), wake))
+        else:
+            self._busy = False
 
 
 # -- the switch -----------------------------------------------------------------------
@@ -547,7 +581,12 @@ class SwitchNode:
             return
         ports = self.recirc[pkt.pipe]
         for c in children:
-            port = min(ports, key=lambda p: len(p.queue)) if len(ports) > 1 else ports[0]
+            port = ports[0]
+            if len(ports) > 1:  # the least loaded, the first of equals (as min() picks)
+                shortest = len(port.queue)
+                for other in ports:
+                    if len(other.queue) < shortest:
+                        port, shortest = other, len(other.queue)
             if not port.offer((pkt, c)):
                 self.recorder.drop(self.env.now, "recirc", self.name, pkt.pipe, pkt.frame[1])
 
