@@ -290,12 +290,12 @@ def install_trees(topology: Topology, candidates: Iterable[Candidate], *, max_ru
 
 
 def install_trees_reference(topology: Topology, candidates: Iterable[Candidate], *, max_rules: int,
-                  on_full: OnFull, fmt: LabelFormat, next_id: int = 1,
-                  usage: Mapping[str, int] | None = None, min_edges: int = 2,
-                  max_trees: int | None = None, max_failures: int | None = None,
-                  group_limits: Mapping[str, int] | None = None,
-                  exclude: Iterable[frozenset[int]] = (),
-                  ports: TreePorts | None = None) -> Installation:
+                            on_full: OnFull, fmt: LabelFormat, next_id: int = 1,
+                            usage: Mapping[str, int] | None = None, min_edges: int = 2,
+                            max_trees: int | None = None, max_failures: int | None = None,
+                            group_limits: Mapping[str, int] | None = None,
+                            exclude: Iterable[frozenset[int]] = (),
+                            ports: TreePorts | None = None) -> Installation:
     """Install candidates in order while every switch they need has a free rule (the
     definition; :func:`install_trees` is the same with the capacity checked on bitmasks).
 

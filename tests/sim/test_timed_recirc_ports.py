@@ -23,11 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.random_topologies import random_topology
+from support.timed_runs import summary
 
 from experiments.cells.spec import parse_spec_dict
 from experiments.cells.timed import simulate_cell
 from sim.engines.timed.config import TimedConfig
-from sim.engines.timed.engine import TimedEngine, TimedResult
+from sim.engines.timed.engine import TimedEngine
 from sim.engines.timed.switch import FifoServer, RecircPort, SwitchNode, _Packet
 from strategies.base import Knowledge, load_builtin_strategies, make_strategy
 
@@ -69,22 +70,6 @@ def reference() -> Iterator[None]:
         mp.setattr(RecircPort, "done", reference_done)
         mp.setattr(SwitchNode, "_recirculate_now", reference_recirculate_now)
         yield
-
-
-def fields(obj: object) -> dict[str, object]:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}  # type: ignore[arg-type]
-
-
-def summary(r: TimedResult) -> dict[str, object]:
-    """Everything a run reports, for equality."""
-    rec = r.recorder
-    return {
-        "t_end": r.t_end, "events": r.events, "queues": r.queues, "trace": r.trace,
-        "notes": {nid: fields(n) for nid, n in rec.notes.items()},
-        "links": rec.links, "drops": rec.drops, "hops": rec.hops,
-        "recirc": rec.recirc_executed, "dataplane_drops": rec.dataplane_drops,
-        "switches": {s: fields(c) for s, c in rec.switches.items()},
-    }
 
 
 @st.composite

@@ -14,7 +14,6 @@ settings, also when the run stops in the middle (``until``) and under churn.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from heapq import heappush
 from typing import Any
@@ -25,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simpy.events import NORMAL
 from support.random_topologies import random_topology
+from support.timed_runs import summary
 
 import sim.engines.timed.engine as engine_module
 from experiments.cells.spec import parse_spec_dict
@@ -92,22 +92,6 @@ def reference() -> Iterator[None]:
         mp.setattr(Pipeline, "_finish", reference_finish)
         mp.setattr(engine_module, "TimedEnvironment", simpy.Environment)
         yield
-
-
-def fields(obj: object) -> dict[str, object]:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}  # type: ignore[arg-type]
-
-
-def summary(r: TimedResult) -> dict[str, object]:
-    """Everything a run reports, for equality."""
-    rec = r.recorder
-    return {
-        "t_end": r.t_end, "events": r.events, "queues": r.queues, "trace": r.trace,
-        "notes": {nid: fields(n) for nid, n in rec.notes.items()},
-        "links": rec.links, "drops": rec.drops, "hops": rec.hops,
-        "recirc": rec.recirc_executed, "dataplane_drops": rec.dataplane_drops,
-        "switches": {s: fields(c) for s, c in rec.switches.items()},
-    }
 
 
 def snapshot(r: TimedResult) -> dict[str, object]:
