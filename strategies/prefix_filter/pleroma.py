@@ -45,12 +45,12 @@ seed 004 §2.3 (flow computation step 3); digest seed001-004 A1-A5, Part C.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sim.dataplanes.content_space import Event, Subscription
-from sim.dataplanes.control_state import ControlState, Exact, Lpm, StateBuilder, TableEntry
+from sim.dataplanes.control_state import ControlState
 from sim.dataplanes.delivery import DelayModel
 from sim.dataplanes.event_header import (
     ETHERTYPE_IPV4,
@@ -64,11 +64,9 @@ from sim.dataplanes.fast_path import FastPath
 from sim.dataplanes.packet import Notification, Packet, group_mac, host_mac
 from sim.dataplanes.prefix_filter.fast_path import DzKey, PrefixFamily
 from sim.dataplanes.prefix_filter.reference import (
-    FORWARD,
     KEY_PORT,
     KEY_V4,
     KEY_V6,
-    MULTICAST,
     TABLE_V4,
     TABLE_V6,
 )
@@ -99,6 +97,7 @@ from strategies.prefix_filter.pleroma_install import (
     Record,
     install_batched,
 )
+from strategies.prefix_filter.pleroma_state import IncrementalStates
 from strategies.table_cost import StateCost, TableSpec, state_cost
 from topologies.model import Topology
 from topologies.registry import check
@@ -196,6 +195,57 @@ class PleromaParams(LatencyParams):
         return self.flow_limit - 1 if self.reserve_slot else self.flow_limit
 
 
+def unlimited_flows(logical: Mapping[str, Mapping[int, Mapping[str, Mapping[int, int]]]]
+                    ) -> Tables:
+    """The unlimited flow tables of logical flows (switch -> ingress -> dz -> egress
+    counts): per (switch, ingress), the fixpoint of Algorithm 1 on the dz whose counts
+    are not all gone (:func:`normalize_flows`; digest A5.1). The definition
+    :meth:`PleromaModel.unlimited` keeps up to date."""
+    return {sw: {port: normalize_flows({dz: c for dz, c in flows.items() if c})
+                 for port, flows in per.items()}
+            for sw, per in logical.items()}
+
+
+#: per (switch, ingress): the (dz, egress) pairs counted since the last
+#: :meth:`PleromaModel.unlimited`, or None where a pair's count went to zero
+Dirty = dict[tuple[str, int], set[tuple[str, int]] | None]
+
+
+def new_pairs(logical: Mapping[str, Mapping[int, Mapping[str, Mapping[int, int]]]],
+              paths: Sequence[PathFlows]) -> dict[tuple[str, int], set[tuple[str, int]]]:
+    """The (dz, egress) pairs, per (switch, ingress), that installing ``paths`` counts and
+    the logical flows do not have yet (the only installs that change the unlimited
+    flows: :func:`normalize_flows` reads which pairs have a count, not how many)."""
+    out: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    none: Mapping[int, Mapping[str, Mapping[int, int]]] = {}
+    seen: set[tuple[str, int, int, tuple[str, ...]]] = set()
+    for flows, hops in paths:
+        for sw, inp, egress in hops:
+            if (sw, inp, egress, flows) in seen:
+                continue
+            seen.add((sw, inp, egress, flows))
+            per = logical.get(sw, none).get(inp)
+            pairs = [(dz, egress) for dz in flows
+                     if per is None or egress not in per.get(dz, ())]
+            if pairs or per is None:
+                out.setdefault((sw, inp), set()).update(pairs)
+    return out
+
+
+def _add_pairs(table: PrefixTable, pairs: set[tuple[str, int]]) -> PrefixTable:
+    """``normalize_flows`` of the logical flows ``table`` normalises plus ``pairs``: a
+    copy of ``table`` with each pair installed by Algorithm 1 (whose fixpoint
+    :func:`normalize_flows` is, seed 001 §4.2), its flows in key order as
+    :func:`normalize_flows` leaves them."""
+    out = table.copy()
+    for dz, egress in sorted(pairs):
+        out.install(dz, (egress,))
+    flows = out.flows
+    if list(flows) != out.keys:
+        out.flows = {k: flows[k] for k in out.keys}
+    return out
+
+
 @dataclass
 class PleromaModel:
     """The controller's memory between installs (mirrors one ControlState)."""
@@ -213,18 +263,56 @@ class PleromaModel:
     peak: int = 0
     global_runs: int = 0
     unlimited_cache: Tables = field(default_factory=dict)
-    dirty: set[str] = field(default_factory=set)
+    #: (switch, ingress) whose logical (dz, egress) pairs changed since the last
+    #: :meth:`unlimited`: the pairs added (:func:`new_pairs`), or None where one went
+    #: away (:meth:`PleromaDz._remove`)
+    dirty: Dirty = field(default_factory=dict)
     #: (switch, ingress) -> keys of physical flows made by merges (local or global)
     merged: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
     def unlimited(self) -> Tables:
-        """The unlimited flow tables (recomputed for the switches changed since)."""
-        for sw in sorted(self.dirty):
-            self.unlimited_cache[sw] = {
-                port: normalize_flows({dz: c for dz, c in flows.items() if c})
-                for port, flows in self.logical.get(sw, {}).items()}
-        self.dirty = set()
+        """The unlimited flow tables, :func:`unlimited_flows` of the logical flows.
+
+        Incremental: only the (switch, ingress) in :attr:`dirty` change: their
+        table is the old one with the added pairs installed (:func:`_add_pairs`),
+        or normalised again where a pair went away; the other ports keep their
+        tables. A switch with a port changed gets a new dict (ports in the
+        logical flows' order) and the others keep theirs, so the references
+        earlier states took (:meth:`PleromaDz.content_extras`) never change and
+        an unchanged switch is the same object (the content fast path compiles
+        it once).
+        """
+        if self.dirty:
+            ports: dict[str, dict[int, set[tuple[str, int]] | None]] = {}
+            for (sw, inp), pairs in self.dirty.items():
+                ports.setdefault(sw, {})[inp] = pairs
+            cache = self.unlimited_cache
+            for sw in sorted(ports):
+                again, old = ports[sw], cache.get(sw, {})
+                per: dict[int, PrefixTable] = {}
+                for port, flows in self.logical.get(sw, {}).items():
+                    kept = old.get(port)
+                    if port not in again and kept is not None:
+                        per[port] = kept
+                        continue
+                    pairs = again.get(port)
+                    per[port] = (_add_pairs(kept, pairs) if kept is not None and pairs is not None
+                                 else normalize_flows({dz: c for dz, c in flows.items() if c}))
+                cache[sw] = per
+            self.dirty = {}
         return self.unlimited_cache
+
+    def mark(self, changed: Mapping[tuple[str, int], set[tuple[str, int]] | None]) -> None:
+        """Add ``changed`` (pairs added per (switch, ingress), None: renormalise) to
+        :attr:`dirty`."""
+        dirty = self.dirty
+        for key, pairs in changed.items():
+            if key not in dirty:
+                dirty[key] = None if pairs is None else set(pairs)
+            elif pairs is None:
+                dirty[key] = None
+            elif (have := dirty[key]) is not None:
+                have |= pairs
 
 
 @register_strategy
@@ -246,6 +334,9 @@ class PleromaDz(ContentStrategy):
         #: definition, :func:`install_batched` the same result with less work)
         self.install_flows: Callable[[PleromaModel, Sequence[PathFlows], Enforcer],
                                      list[Record]] = install_batched
+        #: how a state is built from the physical flows (:func:`state_reference` is the
+        #: definition, :class:`IncrementalStates` rebuilds only the switches that changed)
+        self.build_state: Callable[..., ControlState] = IncrementalStates().build
 
     # -- helpers -------------------------------------------------------------
     def _layout(self, view: Any) -> PubsubLayout:
@@ -337,9 +428,8 @@ class PleromaDz(ContentStrategy):
             if flows:
                 paths.append((tuple(flows), routing.hops(pub, sub.host)))
         enforcer = Enforcer(p.effective_limit, p.local_mode, self._rng, self.stats)
-        recs = self.install_flows(model, paths, enforcer)
-        model.records[sub.sub_id] = recs
-        model.dirty.update(sw for sw, _, _, _ in recs)
+        model.mark(new_pairs(model.logical, paths))
+        model.records[sub.sub_id] = self.install_flows(model, paths, enforcer)
 
     def _remove(self, model: PleromaModel, sid: int) -> set[tuple[str, int]]:
         touched = set()
@@ -350,12 +440,12 @@ class PleromaDz(ContentStrategy):
                 c[out] -= 1
                 if c[out] <= 0:
                     del c[out]
+                    model.mark({(sw, inp): None})  # a (dz, egress) pair is gone
                 if not c:
                     del per[dz]
             touched.add((sw, inp))
         del model.subs[sid]
         model.sub_dz.pop(sid, None)
-        model.dirty.update(sw for sw, _ in touched)
         return touched
 
     def _trim(self, model: PleromaModel, touched: set[tuple[str, int]]) -> None:
@@ -418,26 +508,8 @@ class PleromaDz(ContentStrategy):
         model.global_runs += 1
 
     def _state(self, topology: Topology, model: PleromaModel) -> ControlState:
-        v4 = self.params.encoding == "ipv4"
-        table, key, width = (TABLE_V4, KEY_V4, 32) if v4 else (TABLE_V6, KEY_V6, 128)
-        builder = StateBuilder()
-        for sw in topology.switches:
-            per = model.physical.get(sw, {})
-            sets = {tuple(sorted(ports)) for t in per.values() for ports in t.flows.values()
-                    if len(ports) > 1}
-            ids = self.groups.assign(sw, sets)
-            for ports, gid in sorted(ids.items(), key=lambda kv: kv[1]):
-                builder.add_group(sw, gid, ports)
-            for inp in sorted(per):
-                for dz in per[inp].keys:
-                    ports = tuple(sorted(per[inp].flows[dz]))
-                    addr, plen = dz_to_ipv4(dz) if v4 else dz_to_ipv6(dz)
-                    action, param = ((FORWARD, ("port", ports[0])) if len(ports) == 1
-                                     else (MULTICAST, ("group", ids[ports])))
-                    builder.add_entry(sw, TableEntry(
-                        table=table, match=((KEY_PORT, Exact(inp)), (key, Lpm(addr, plen, width))),
-                        action=action, params=(param,)))
-        return builder.build(topology.switches, {"dz_bits": model.length})
+        return self.build_state(topology, model.physical, self.groups,
+                                self.params.encoding == "ipv4", model.length)
 
     # -- publisher ---------------------------------------------------------------
     def event_address(self, state: ControlState, event: Event, view_space: Any) -> int:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.dataplanes.caches import Identity, Store
 from sim.dataplanes.content_fast_path import ContentState
 from sim.dataplanes.content_program import (
     SwitchPiece,
@@ -83,8 +84,50 @@ class DzKey:
         return self.bits(values, self.length, self.length)
 
 
+def _reference_rows(table: Any, length: int) -> list[tuple[int, int, tuple[int, ...]]]:
+    """One port's unlimited flows as ``(lo, hi, ports)`` dz ranges, longest first
+    (``PrefixTable.lpm``), ports sorted (``emulate_links``)."""
+    rows = []
+    for dz in sorted(table.flows, key=len, reverse=True):
+        if len(dz) > length:
+            continue  # longer than any event's dz: never the longest match
+        if length > 62:
+            raise Unsupported(f"a dz of {length} bits does not fit int64")
+        open_bits = length - len(dz)
+        lo = (int(dz, 2) << open_bits) if dz else 0
+        rows.append((lo, lo + (1 << open_bits) - 1, tuple(sorted(table.flows[dz]))))
+    return rows
+
+
+def net_piece_reference(flows: Mapping[int, Any], info: ContentState) -> SwitchPiece:
+    """One switch's unlimited flows (ingress port -> ``PrefixTable``: dz -> ports) as
+    dz ranges, longest first, one segment per port (the definition of
+    :meth:`PrefixFamily.net_piece`)."""
+    length = info.event_key.length
+    return range_piece({port: _reference_rows(table, length) for port, table in flows.items()})
+
+
+#: one port's compiled rows: lo, hi, the port sets used (in order of first use) and each
+#: row's index into them
+_PortRows = tuple[np.ndarray, np.ndarray, list[tuple[int, ...]], np.ndarray]
+
+
+def _port_rows(table: Any, length: int) -> _PortRows:
+    rows = _reference_rows(table, length)
+    used: dict[tuple[int, ...], int] = {}
+    local = [used.setdefault(ports, len(used)) for _, _, ports in rows]
+    i64 = np.int64
+    return (np.array([r[0] for r in rows], i64), np.array([r[1] for r in rows], i64),
+            list(used), np.array(local, i64))
+
+
 class PrefixFamily:
     """:class:`~sim.dataplanes.content_fast_path.ContentFamily` of the prefix filter."""
+
+    def __init__(self) -> None:
+        #: (flow table, dz length) -> its compiled rows (:meth:`net_piece`)
+        self._port_rows: Store[tuple[Identity, int], _PortRows] = Store(
+            "prefix reference ports", 4096)
 
     def n_fields(self, info: ContentState) -> int:
         return 1
@@ -111,22 +154,41 @@ class PrefixFamily:
         return np.zeros(len(values), np.int64)
 
     def net_piece(self, flows: Mapping[int, Any], info: ContentState) -> SwitchPiece:
-        """One switch's unlimited flows (ingress port -> ``PrefixTable``: dz -> ports) as
-        dz ranges, longest first (``PrefixTable.lpm``), ports sorted (``emulate_links``)."""
+        """:func:`net_piece_reference`, each ingress port's rows compiled once per flow
+        table (a switch whose unlimited flows changed on one port, seed 001 §6.2, compiles
+        that port only): the ports' rows concatenated, their actions renumbered in
+        order of first use as :func:`~sim.dataplanes.content_program.range_piece` does."""
         length = info.event_key.length
-        groups: dict[int, list[tuple[int, int, tuple[int, ...]]]] = {}
+        piece = SwitchPiece(n_fields=1)
+        actions: dict[tuple[int, ...], int] = {}
+        los, his, acts = [], [], []
+        start = 0
         for port, table in flows.items():
-            rows = []
-            for dz in sorted(table.flows, key=len, reverse=True):
-                if len(dz) > length:
-                    continue  # longer than any event's dz: never the longest match
-                if length > 62:
-                    raise Unsupported(f"a dz of {length} bits does not fit int64")
-                open_bits = length - len(dz)
-                lo = (int(dz, 2) << open_bits) if dz else 0
-                rows.append((lo, lo + (1 << open_bits) - 1, tuple(sorted(table.flows[dz]))))
-            groups[port] = rows
-        return range_piece(groups)
+            key = (Identity(table), length)
+            rows = self._port_rows.get(key)
+            if rows is None:
+                rows = self._port_rows.put(key, _port_rows(table, length))
+            lo, hi, used, local = rows
+            renumber = []
+            for ports in used:
+                a = actions.get(ports)
+                if a is None:
+                    a = actions[ports] = len(piece.actions)
+                    piece.actions.append((ports, False, False))
+                renumber.append(a)
+            los.append(lo)
+            his.append(hi)
+            acts.append(np.asarray(renumber, np.int64)[local])
+            piece.port_segment[port] = len(piece.segments)
+            piece.segments.append((start, start + len(lo)))
+            start += len(lo)
+        i64 = np.int64
+        piece.lo = (np.concatenate(los) if los else np.zeros(0, i64)).reshape(-1, 1)
+        piece.hi = (np.concatenate(his) if his else np.zeros(0, i64)).reshape(-1, 1)
+        piece.mask = np.zeros((start, 1), i64)
+        piece.value = np.zeros((start, 1), i64)
+        piece.rule_action = np.concatenate(acts).tolist() if acts else []
+        return piece
 
     def net_keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
         return info.event_key.dz_values(values).reshape(-1, 1)
