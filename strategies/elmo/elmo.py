@@ -209,6 +209,7 @@ class Elmo(Strategy):
     summary = ("Elmo: p-rules per layer in the header (shared with redundancy R), s-rules "
                "in group tables, default p-rule; three-tier Clos")
     scope = "receivers"
+    workload_install = True  # all groups of a GroupSource, once per plan (module docstring)
     #: The last GroupSource install (see :class:`_Last`).
     _last: _Last | None = None
 

@@ -47,6 +47,7 @@ from experiments.runners.spark import (  # noqa: E402  (after the skips)
     balance,
     family_chunks,
     group_cap,
+    installs_per_workload,
     partition_count,
     read_results_spark,
     run_partition,
@@ -480,3 +481,24 @@ def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
                for p in parts)
     loads = [sum(c.cost() for c in p) for p in parts]
     assert loads == sorted(loads, reverse=True)
+
+
+def test_balance_keeps_a_workload_install_in_one_task() -> None:
+    """elmo installs all groups of its workload once per task: its slices stay in one
+    task up to ``max_shared`` cells, while the other strategies' slices are split."""
+    slices = [f"tenants:groups=1000,part={k},parts=100" for k in range(100)]
+    cells = [Cell(experiment="x", topology="elmo", strategy=s, params=(), receivers=r,
+                  payload_bytes=64, seed=1, notifications=100)
+             for s in ("elmo", "unicast") for r in slices]
+    assert installs_per_workload(cells[0]) and not installs_per_workload(cells[-1])
+    slots = 2
+    parts = balance(cells, partition_count(len(cells), slots), group_cap(len(cells), slots),
+                    math.ceil(len(cells) / slots))
+    assert sorted(c.cell_id for p in parts for c in p) == sorted(c.cell_id for c in cells)
+    homes = {s: {i for i, p in enumerate(parts) for c in p if c.strategy == s}
+             for s in ("elmo", "unicast")}
+    assert len(homes["elmo"]) == 1 and len(homes["unicast"]) == 3  # group_cap 34: 34 + 34 + 32
+    assert {c.strategy for c in parts[0]} == {"elmo"} and len(parts[0]) == 100  # first
+    # beyond max_shared cells even a workload install is split
+    parts = balance(cells, 16, group_cap(len(cells), slots), 40)
+    assert sorted(len(p) for p in parts if p[0].strategy == "elmo") == [20, 40, 40]
