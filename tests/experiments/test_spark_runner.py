@@ -411,16 +411,17 @@ def test_a_partition_runs_and_writes_its_cells_with_rare_collections(tmp_path: P
     assert seen == [RUN_GC_THRESHOLDS] * 6 and gc.get_threshold() == before
 
 
-def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
+def test_a_partition_freezes_what_each_cell_leaves_and_holds_it_at_its_end(
         tmp_path: Path) -> None:
     """Every cell after the first starts with the survivors of the cells before it
     frozen (collections skip them) and their garbage cycles freed, not frozen; the
-    partition's end unfreezes them, and a freeze made by someone else before is
-    left alone."""
+    partition's end holds the freeze for the worker's next task (released here), and
+    a freeze made by someone else before is left alone."""
     import gc
     import weakref
 
     from experiments.storage.results import Provenance
+    from sim.engines.gc_thresholds import release_held
 
     cells = make_spec().cells()[:3]
     counts: list[int] = []
@@ -442,6 +443,8 @@ def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
     answered = list(run_partition([cells], str(tmp_path / "a"), Provenance.of(), leave_a_cycle))
     assert all(rows > 0 for _, rows in answered)  # every earlier cell's cycle was freed
     assert counts[0] == 0 and counts[1] > 0 and counts[2] > 0
+    assert gc.get_freeze_count() > 0  # held for the next task
+    release_held()
     assert gc.get_freeze_count() == 0
     counts.clear()
     gc.freeze()
@@ -453,6 +456,50 @@ def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
         assert 0 < gc.get_freeze_count() <= held
     finally:
         gc.unfreeze()
+
+
+def test_a_worker_holds_the_freeze_between_tasks_and_frees_held_cycles_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's tasks keep the freeze from one to the next, so a task's first
+    collection skips what earlier tasks left; every ``HOLD_TASKS``-th task ends
+    unfrozen, and the next task's first collection frees the cycles that frozen
+    objects became meanwhile (here: one a cell kept alive, dropped after its task)."""
+    import gc
+    import weakref
+
+    import sim.engines.gc_thresholds as gct
+    from experiments.storage.results import Provenance
+
+    monkeypatch.setattr(gct, "HOLD_TASKS", 3)
+    gct.release_held()
+    cell = make_spec().cells()[0]
+    kept: list[Any] = []
+    refs: list[weakref.ref[Any]] = []
+    starts: list[int] = []
+
+    class Node:
+        pass
+
+    def keep_a_cycle(_cell: Cell, task: Any) -> int:
+        starts.append(gc.get_freeze_count())
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]  # freed only by the collector
+        kept.append(node)  # alive when frozen; dropped after the task
+        refs.append(weakref.ref(node))
+        return int(task())
+
+    alive = []
+    for i in range(4):
+        list(run_partition([[cell]], str(tmp_path / str(i)), Provenance.of(), keep_a_cycle))
+        kept.clear()
+        alive.append([ref() is not None for ref in refs])
+    assert starts[0] == 0 and starts[1] > 0 and starts[2] > 0  # held from task to task
+    assert starts[3] == 0  # the third task ended unfrozen
+    # the cycles of tasks 1-3 stay (frozen) until the fourth task's first collection
+    assert alive[:3] == [[True], [True, True], [True, True, True]]
+    assert alive[3] == [False, False, False, True]
+    gct.release_held()
+    assert gc.get_freeze_count() == 0
 
 
 def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
