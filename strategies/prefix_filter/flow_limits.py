@@ -403,6 +403,21 @@ def _wrong_ports(table: PrefixTable, node: str, block: Sequence[str]) -> list[in
     return sorted(p for p in merge_ports(table, block) if p not in covered)
 
 
+def _near(norm: Sequence[str], node: str) -> Sequence[str]:
+    """The members of the normalised space ``norm`` related to ``node``, in order: the one
+    that covers ``node`` (at most one, and then none under it), else those under ``node``.
+
+    Every other member is disjoint from ``node``'s region, so it adds nothing to the size of
+    an intersection with a space inside that region (:func:`intersect_size` adds an exact
+    ``0`` for it); dropping them keeps each sum bit for bit."""
+    i = bisect_left(norm, node)
+    if i < len(norm) and norm[i] == node:
+        return (node,)
+    if i > 0 and node.startswith(norm[i - 1]):
+        return (norm[i - 1],)
+    return with_prefix(norm, node)
+
+
 def traffic_cost(table: PrefixTable, node: str, paths: Sequence[PathInfo],
                  links_behind: Mapping[int, int], block: Sequence[str] | None = None) -> float:
     """Estimated network false positives of merging at ``node`` (Alg. 5).
@@ -410,7 +425,36 @@ def traffic_cost(table: PrefixTable, node: str, paths: Sequence[PathInfo],
     For each path and each port ``p``: traffic x size(input ∩ wrong_p) /
     size(adv) x links behind ``p``, where ``wrong_p`` is the part of
     ``node``'s region the merged flows did not send to ``p``.
+
+    :func:`traffic_cost_reference` with each port's union computed once per call (not per
+    path) and the input space cut to the members related to ``node`` (:func:`_near`):
+    the same terms added in the same order, so the same float
+    (``tests/strategies/test_flow_costs.py``).
     """
+    block = table.block(node) if block is None else block
+    wrong = _wrong_ports(table, node, block)
+    total = 0.0
+    origs: list[tuple[int, tuple[str, ...]]] | None = None
+    for path in paths:
+        adv = set_size(path.adv_space)
+        if not adv or not path.traffic:
+            continue
+        near = _near(path.input_space, node)
+        in_node = intersect_size(near, (node,))
+        if not in_node:
+            continue
+        if origs is None:
+            origs = [(p, _port_union(table, block, p)) for p in wrong]
+        for p, orig in origs:
+            fp = in_node - intersect_size(near, orig)
+            total += path.traffic * fp / adv * links_behind.get(p, 1)
+    return total
+
+
+def traffic_cost_reference(table: PrefixTable, node: str, paths: Sequence[PathInfo],
+                           links_behind: Mapping[int, int],
+                           block: Sequence[str] | None = None) -> float:
+    """:func:`traffic_cost` as Alg. 5 reads, term by term (the definition)."""
     block = table.block(node) if block is None else block
     wrong = _wrong_ports(table, node, block)
     total = 0.0
@@ -434,7 +478,30 @@ def history_cost(table: PrefixTable, node: str, paths: Sequence[PathInfo],
 
     Each sampled event inside ``node`` not covered by a merged flow with
     port ``p`` counts ``links_behind[p] / s``.
+
+    :func:`history_cost_reference` with each port's union computed once per call, not per
+    path (the same terms in the same order, ``tests/strategies/test_flow_costs.py``).
     """
+    block = table.block(node) if block is None else block
+    wrong = _wrong_ports(table, node, block)
+    total = 0.0
+    origs: list[tuple[int, tuple[str, ...]]] | None = None
+    for path in paths:
+        received = with_prefix(path.events, node)
+        if not received:
+            continue
+        if origs is None:
+            origs = [(p, _port_union(table, block, p)) for p in wrong]
+        for p, orig in origs:
+            fp = sum(1 for e in received if not contains_point(orig, e))
+            total += fp * links_behind.get(p, 1) / path.sampling
+    return total
+
+
+def history_cost_reference(table: PrefixTable, node: str, paths: Sequence[PathInfo],
+                           links_behind: Mapping[int, int],
+                           block: Sequence[str] | None = None) -> float:
+    """:func:`history_cost` as Alg. 6 reads, term by term (the definition)."""
     block = table.block(node) if block is None else block
     wrong = _wrong_ports(table, node, block)
     total = 0.0
