@@ -67,14 +67,16 @@ class PrefixTable:
     (:func:`min_space_costs`) consistent.
     """
 
-    __slots__ = ("flows", "keys", "_leaf", "_pending", "_cheapest", "_costs", "_written",
-                 "_carriers")
+    __slots__ = ("flows", "keys", "_leaf", "_leaf_sorted", "_pending", "_cheapest", "_costs",
+                 "_written", "_carriers")
 
     def __init__(self, flows: Mapping[str, Iterable[int]] | None = None) -> None:
         self.flows: dict[str, Ports] = {k: frozenset(v) for k, v in (flows or {}).items()}
         self.keys: list[str] = sorted(self.flows)
         #: leaf merge points as of the last read (None: never computed)
         self._leaf: set[str] | None = None
+        #: the same points, sorted (kept with them)
+        self._leaf_sorted: list[str] = []
         #: keys inserted or deleted since the last read of the leaf merge points
         self._pending: set[str] = set()
         #: (MS cost, node) of the cheapest leaf merge point as it stands (None: not known)
@@ -151,14 +153,21 @@ class PrefixTable:
         keys that carry ``port`` (kept up to date by :meth:`set` and :meth:`delete`)
         instead of a lookup per prefix; the caller hashes ``prefixes`` once.
         """
+        keys = self.carriers(port)
+        return keys is not None and not keys.isdisjoint(prefixes)
+
+    def carriers(self, port: int) -> set[str] | None:
+        """The keys whose flow carries ``port`` (None: none ever did), the live set of the
+        index :meth:`carries` tests against: :meth:`set` and :meth:`delete` change it in
+        place, and only a write that gives ``port`` to a first key makes a new one.
+        Read only."""
         if self._carriers is None:
             carriers: dict[int, set[str]] = {}
             for k, ports in self.flows.items():
                 for p in ports:
                     carriers.setdefault(p, set()).add(k)
             self._carriers = carriers
-        keys = self._carriers.get(port)
-        return keys is not None and not keys.isdisjoint(prefixes)
+        return self._carriers.get(port)
 
     # -- Algorithm 1 -------------------------------------------------------
     def install(self, dz: str, ports: Iterable[int]) -> bool:
@@ -210,18 +219,26 @@ class PrefixTable:
         prefixes only; those are decided again, the rest is kept. Equal to
         :meth:`compute_leaf_merge_points` (``tests/strategies/test_flow_limit_memo.py``).
         """
+        return list(self._leaf_points())
+
+    def _leaf_points(self) -> list[str]:
+        """:meth:`leaf_merge_points` as the live sorted list (read only)."""
         if self._leaf is None:
-            self._leaf = set(self.compute_leaf_merge_points())
+            self._leaf_sorted = self.compute_leaf_merge_points()
+            self._leaf = set(self._leaf_sorted)
         elif self._pending:
-            leaf = self._leaf
+            leaf, ordered = self._leaf, self._leaf_sorted
             nodes = {k[:i] for k in self._pending for i in range(len(k) + 1)}
             for m in nodes:
                 if self._is_leaf(m):
-                    leaf.add(m)
-                else:
+                    if m not in leaf:
+                        leaf.add(m)
+                        insort(ordered, m)
+                elif m in leaf:
                     leaf.discard(m)
+                    del ordered[bisect_left(ordered, m)]
         self._pending = set()
-        return sorted(self._leaf)
+        return self._leaf_sorted
 
     def _is_leaf(self, m: str) -> bool:
         keys = self.keys
@@ -342,21 +359,27 @@ def min_space_costs(table: PrefixTable) -> dict[str, float]:
     ports) and of its nearest covering flow, so only a write to a key ``m``
     prefixes, or to a key that prefixes ``m``, changes it; the nodes no key
     written since the last costing touches keep their cost, the others (and
-    new leaf merge points) are costed again. Equal to costing every node
-    (``tests/strategies/test_flow_limit_memo.py``).
+    new leaf merge points) are costed again, in the table's own dict (returned
+    live: read only), and the points no longer leaves are dropped from it. Equal
+    to costing every node (``tests/strategies/test_flow_limit_memo.py``).
     """
-    leaf = table.leaf_merge_points()
-    old = table._costs
-    if old is None:
-        costs = {m: min_space_cost(table, m) for m in leaf}
-    else:
+    leaf = table._leaf_points()
+    costs = table._costs
+    if costs is None:
+        costs = table._costs = {m: min_space_cost(table, m) for m in leaf}
+    elif table._written:
+        # in place: a node that stopped being a leaf point is a prefix of a written key
+        # (its block changed); drop those, cost again what a written key touches
+        points = table._leaf
         stale: set[str] = set()
         for k in table._written:
-            stale.update(k[:i] for i in range(len(k) + 1))
+            stale.update([k[:i] for i in range(len(k) + 1)])
             stale.update(with_prefix(leaf, k))
-        costs = {m: old[m] if m in old and m not in stale else min_space_cost(table, m)
-                 for m in leaf}
-    table._costs = costs
+        for m in stale:
+            if m in points:
+                costs[m] = min_space_cost(table, m)
+            elif m in costs:
+                del costs[m]
     table._written = set()
     return costs
 
