@@ -1,9 +1,11 @@
-"""The global optimizer's costs equal their term-by-term references (Alg. 5 and 6).
+"""The global optimizer's costs and the unlimited flow set equal their term-by-term references (Alg. 5 and 6).
 
 :func:`traffic_cost` and :func:`history_cost` compute each port's union once per call
 and cut a path's input space to the members related to the merge node; the sums must
 be the same floats as :func:`traffic_cost_reference` and :func:`history_cost_reference`
 give (seed 001 §5.4), on random tables, nodes, input spaces, histories and links.
+:func:`normalize_flows` (Algorithm 1's fixpoint, §4.2) equals its reference on random
+logical flow sets (port sets and port counters, empty ones included).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from strategies.prefix_filter.flow_limits import (
     PrefixTable,
     history_cost,
     history_cost_reference,
+    normalize_flows,
+    normalize_flows_reference,
     traffic_cost,
     traffic_cost_reference,
 )
@@ -52,3 +56,17 @@ def test_history_cost_equals_the_reference(flows, paths, links, extra) -> None:
     for node in _nodes(table, extra):
         got = history_cost(table, node, paths, links)
         assert got == history_cost_reference(table, node, paths, links), node
+
+
+LOGICAL = st.dictionaries(DZ, st.one_of(
+    st.frozensets(st.integers(1, 5), max_size=3),
+    st.dictionaries(st.integers(1, 5), st.integers(1, 3), max_size=3)), max_size=20)
+
+
+@settings(max_examples=400)
+@given(LOGICAL)
+def test_normalize_flows_equals_the_reference(logical) -> None:
+    got, ref = normalize_flows(logical), normalize_flows_reference(logical)
+    assert got.flows == ref.flows
+    assert got.keys == ref.keys
+    assert list(got.flows) == ref.keys
