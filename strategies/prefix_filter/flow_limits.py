@@ -41,6 +41,7 @@ Seed 001 §4.2 (Alg. 1), §5.1-5.2 (merge, false positives, merge tree),
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from heapq import heapify, heappop, heappush
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ class PrefixTable:
     """
 
     __slots__ = ("flows", "keys", "_leaf", "_leaf_sorted", "_pending", "_cheapest", "_costs",
-                 "_written", "_carriers")
+                 "_heap", "_written", "_carriers")
 
     def __init__(self, flows: Mapping[str, Iterable[int]] | None = None) -> None:
         self.flows: dict[str, Ports] = {k: frozenset(v) for k, v in (flows or {}).items()}
@@ -83,6 +84,9 @@ class PrefixTable:
         self._cheapest: tuple[float, str] | None = None
         #: MS cost per leaf merge point as of the last costing (None: never costed)
         self._costs: dict[str, float] | None = None
+        #: (cost, node) of every costing since the heap was built; an entry is current
+        #: while ``_costs[node]`` still equals its cost (:func:`cheapest_leaf_merge`)
+        self._heap: list[tuple[float, str]] = []
         #: keys inserted, deleted or given other ports since the last costing
         self._written: set[str] = set()
         #: port -> keys whose flow carries it (None: not built yet; :meth:`carries`)
@@ -395,6 +399,8 @@ def min_space_costs(table: PrefixTable) -> dict[str, float]:
     costs = table._costs
     if costs is None:
         costs = table._costs = {m: min_space_cost(table, m) for m in leaf}
+        table._heap = [(c, m) for m, c in costs.items()]
+        heapify(table._heap)
     elif table._written:
         # in place: a node that stopped being a leaf point is a prefix of a written key
         # (its block changed); drop those, cost again what a written key touches
@@ -403,21 +409,31 @@ def min_space_costs(table: PrefixTable) -> dict[str, float]:
         for k in table._written:
             stale.update([k[:i] for i in range(len(k) + 1)])
             stale.update(with_prefix(leaf, k))
+        heap = table._heap
         for m in stale:
             if m in points:
-                costs[m] = min_space_cost(table, m)
+                c = costs[m] = min_space_cost(table, m)
+                heappush(heap, (c, m))
             elif m in costs:
                 del costs[m]
+        if len(heap) > 2 * len(costs) + 64:  # mostly outdated entries: rebuild
+            heap[:] = [(c, m) for m, c in costs.items()]
+            heapify(heap)
     table._written = set()
     return costs
 
 
 def cheapest_leaf_merge(table: PrefixTable) -> tuple[float, str] | None:
     """``min((cost, node))`` over :func:`min_space_costs` (memoised until the next write);
-    None if the table has no leaf merge point."""
+    None if the table has no leaf merge point. The top of a heap of the costings, the
+    outdated entries dropped as they surface (``tests/strategies/test_flow_limit_memo.py``
+    checks it against the minimum over the costs)."""
     if table._cheapest is None:
         costs = min_space_costs(table)
-        table._cheapest = min(((c, n) for n, c in costs.items()), default=None)
+        heap = table._heap
+        while heap and costs.get(heap[0][1]) != heap[0][0]:
+            heappop(heap)  # outdated: the node was costed again or is no leaf point now
+        table._cheapest = heap[0] if heap else None
     return table._cheapest
 
 
