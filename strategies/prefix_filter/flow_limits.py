@@ -41,10 +41,10 @@ Seed 001 §4.2 (Alg. 1), §5.1-5.2 (merge, false positives, merge tree),
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from heapq import heapify, heappop, heappush
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
 
 from strategies.prefix_filter.dz import (
     contains_point,
@@ -160,7 +160,7 @@ class PrefixTable:
         keys = self.carriers(port)
         return keys is not None and not keys.isdisjoint(prefixes)
 
-    def carriers(self, port: int) -> set[str] | None:
+    def carriers(self, port: int) -> AbstractSet[str] | None:
         """The keys whose flow carries ``port`` (None: none ever did), the live set of the
         index :meth:`carries` tests against: :meth:`set` and :meth:`delete` change it in
         place, and only a write that gives ``port`` to a first key makes a new one.
@@ -404,7 +404,7 @@ def min_space_costs(table: PrefixTable) -> dict[str, float]:
     elif table._written:
         # in place: a node that stopped being a leaf point is a prefix of a written key
         # (its block changed); drop those, cost again what a written key touches
-        points = table._leaf
+        points = table._leaf or set()  # set by _leaf_points above
         stale: set[str] = set()
         for k in table._written:
             stale.update([k[:i] for i in range(len(k) + 1)])

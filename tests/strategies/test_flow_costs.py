@@ -1,4 +1,5 @@
-"""The global optimizer's costs and the unlimited flow set equal their term-by-term references (Alg. 5 and 6).
+"""The global optimizer's costs (Alg. 5 and 6) and the unlimited flow set equal their
+references.
 
 :func:`traffic_cost` and :func:`history_cost` compute each port's union once per call
 and cut a path's input space to the members related to the merge node; the sums must
