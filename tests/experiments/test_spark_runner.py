@@ -549,3 +549,20 @@ def test_balance_keeps_a_workload_install_in_one_task() -> None:
     # beyond max_shared cells even a workload install is split
     parts = balance(cells, 16, group_cap(len(cells), slots), 40)
     assert sorted(len(p) for p in parts if p[0].strategy == "elmo") == [20, 40, 40]
+
+
+def test_cost_counts_switches_notifications_and_content_subscriptions() -> None:
+    """The balancing cost: a complete tree's switches, and a content install's
+    subscriptions at SUBSCRIPTION_COST notifications each."""
+    from experiments.cells.spec import SUBSCRIPTION_COST
+
+    def cell(topology: str, receivers: str) -> Cell:
+        return Cell(experiment="x", topology=topology, strategy="pleroma-dz", params=(),
+                    receivers=receivers, payload_bytes=64, seed=1, notifications=300)
+
+    tree = "regulartree:depth=4,fanout=5,hosts=7"  # 1 + 5 + 25 + 125 switches
+    assert cell(tree, "uniform:percent=10").cost() == 156 * 300
+    small, large = (cell("randomtree:switches=100,hosts=2000,seed=1",
+                         f"content:subs={n},publishers=10,dims=6") for n in (1000, 8000))
+    assert small.cost() == 100 * (300 + SUBSCRIPTION_COST * 1000)
+    assert large.cost() > 5 * small.cost()
