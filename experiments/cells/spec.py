@@ -140,7 +140,7 @@ class Cell:
         elif "k" in topo:
             size = 1.25 * topo["k"] ** 2
         elif "depth" in topo and "fanout" in topo:  # a complete tree
-            size = sum(topo["fanout"] ** i for i in range(int(topo["depth"]) + 1))
+            size = sum(topo["fanout"] ** i for i in range(int(topo["depth"])))  # levels
         subs = _numbers(self.receivers.partition(":")[2]).get("subs", 0.0)
         return size * (self.notifications + SUBSCRIPTION_COST * subs)
 
