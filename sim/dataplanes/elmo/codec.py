@@ -286,6 +286,35 @@ def _layer_widths(layout: ElmoLayout, layer: str) -> tuple[int, int]:
 
 def encode_layer(rules: Sequence[PRule], default: int | None, layout: ElmoLayout,
                  layer: str) -> bytes:
+    """:func:`encode_layer_reference` with the fields of a p-rule shifted into one
+    integer inline; any value out of range goes to the reference, which raises."""
+    bitmap_bits, id_bits = _layer_widths(layout, layer)
+    bitmap_end = 1 << bitmap_bits
+    id_end = 1 << id_bits
+    head_bits = layout.count_bits + bitmap_bits
+    out = bytearray()
+    for rule in rules:
+        ids, bitmap = rule.ids, rule.bitmap
+        if not (1 <= len(ids) <= layout.max_ids and 0 <= bitmap < bitmap_end):
+            return encode_layer_reference(rules, default, layout, layer)
+        acc = (len(ids) - 1) << bitmap_bits | bitmap
+        for i in ids:
+            if not 0 <= i < id_end:
+                return encode_layer_reference(rules, default, layout, layer)
+            acc = acc << id_bits | i
+        width = head_bits + len(ids) * id_bits
+        pad = -width % 8
+        out += (acc << pad).to_bytes((width + pad) >> 3, "big")
+    if default is not None:
+        if not 0 <= default < bitmap_end:
+            return encode_layer_reference(rules, default, layout, layer)
+        pad = -bitmap_bits % 8
+        out += (default << pad).to_bytes((bitmap_bits + pad) >> 3, "big")
+    return bytes(out)
+
+
+def encode_layer_reference(rules: Sequence[PRule], default: int | None, layout: ElmoLayout,
+                           layer: str) -> bytes:
     """The bytes of one downstream layer: its shared p-rules, then its default p-rule.
 
     Raises
