@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.dataplanes.elmo.codec import ElmoLayout, PRule
+from sim.dataplanes.elmo.codec import ElmoLayout, PRule, layer_widths
 from sim.dataplanes.elmo.fabric import ElmoFabric
 from strategies.elmo.prules import (
     ClusterLimits,
@@ -206,3 +206,113 @@ def _node_lists(starts: np.ndarray, ids: np.ndarray, bits: np.ndarray) -> list[l
     pairs = list(zip(ids.tolist(), bits.tolist(), strict=True))
     ends = starts.tolist()
     return [pairs[ends[g]:ends[g + 1]] for g in range(len(ends) - 1)]
+
+
+# -- the p-rules of many groups encoded at once -----------------------------------------
+
+
+@_kernel
+def _put(out: np.ndarray, at: int, value: np.uint64, width: int) -> int:
+    """Write the ``width`` low bits of ``value`` MSB first at bit ``at`` of ``out``
+    (zeroed); the bit after them."""
+    for i in range(width):
+        shift = width - 1 - i
+        if shift < 64 and (value >> np.uint64(shift)) & np.uint64(1):
+            out[(at + i) >> 3] |= np.uint8(0x80 >> ((at + i) & 7))
+    return at + width
+
+
+@_kernel
+def _encode_rules(starts: np.ndarray, ids: np.ndarray, bits: np.ndarray, labels: np.ndarray,
+                  count_bits: int, bitmap_bits: int, id_bits: int, out: np.ndarray,
+                  ends: np.ndarray, counts: np.ndarray) -> None:
+    """Group ``g``'s p-rules (the switches of label 0, 1, ..., in id order) in
+    :func:`~sim.dataplanes.elmo.codec.encode_layer_reference`'s bytes, without the
+    default p-rule, into ``out`` (zeroed) up to ``ends[g]``; ``counts[g]``: how many."""
+    pos = 0
+    for g in range(starts.shape[0] - 1):
+        a, b = starts[g], starts[g + 1]
+        rules = 0
+        for j in range(a, b):
+            if labels[j] + 1 > rules:
+                rules = labels[j] + 1
+        for p in range(rules):
+            k = 0
+            bitmap = np.uint64(0)
+            for j in range(a, b):
+                if labels[j] == p:
+                    k += 1
+                    bitmap |= bits[j]
+            at = _put(out, 8 * pos, np.uint64(k - 1), count_bits)
+            at = _put(out, at, bitmap, bitmap_bits)
+            for j in range(a, b):
+                if labels[j] == p:
+                    at = _put(out, at, np.uint64(ids[j]), id_bits)
+            pos = (at + 7) >> 3
+        ends[g] = pos
+        counts[g] = rules
+
+
+#: One layer of one group, encoded: (p-rule bytes without the default, p-rules, rest).
+EncodedLayer = tuple[bytes, int, list[Node]]
+
+
+def encode_layers(starts: np.ndarray, ids: np.ndarray, bits: np.ndarray, max_prules: int,
+                  max_ids: int, redundancy: int, layout: ElmoLayout, layer: str
+                  ) -> list[EncodedLayer] | None:
+    """Per group, :func:`~sim.dataplanes.elmo.prules.cluster_layer`'s p-rules encoded as
+    :func:`~sim.dataplanes.elmo.codec.encode_layer` (no default) and its rest, without
+    building the p-rules; None without the kernels or when a value does not fit its
+    field (:func:`cluster_layers` and ``encode_layer`` then apply, and raise)."""
+    if fuzzy_labels is None or encode_rules is None or not 1 <= max_ids <= layout.max_ids:
+        return None
+    bitmap_bits, id_bits = layer_widths(layout, layer)
+    if len(ids) and (int(bits.max()) >= 1 << bitmap_bits or int(bits.min()) < 0
+                     or int(ids.max()) >= 1 << id_bits or int(ids.min()) < 0):
+        return None
+    starts = starts.astype(np.int64)
+    words = bits.astype(np.uint64)
+    labels = np.empty(len(ids), np.int64)
+    fuzzy_labels(starts, words, max_prules, max_ids, redundancy, labels)
+    groups = len(starts) - 1
+    out = np.zeros(len(ids) * -(-(layout.count_bits + bitmap_bits + id_bits) // 8), np.uint8)
+    ends, counts = np.zeros(groups, np.int64), np.zeros(groups, np.int64)
+    encode_rules(starts, ids.astype(np.int64), words, labels, layout.count_bits, bitmap_bits,
+                 id_bits, out, ends, counts)
+    raw = out.tobytes()
+    cut = [0, *ends.tolist()]
+    rest = labels < 0
+    rest_starts = np.zeros(groups + 1, np.int64)
+    np.cumsum(np.bincount(np.repeat(np.arange(groups), np.diff(starts))[rest],
+                          minlength=groups), out=rest_starts[1:])
+    pairs = list(zip(ids[rest].tolist(), bits[rest].tolist(), strict=True))
+    r = rest_starts.tolist()
+    n = counts.tolist()
+    return [(raw[cut[g]:cut[g + 1]], n[g], pairs[r[g]:r[g + 1]]) for g in range(groups)]
+
+
+#: The compiled :func:`_encode_rules` (None like :data:`fuzzy_labels`).
+encode_rules: Callable[..., Any] | None = _encode_rules if _NJIT is not None else None
+
+
+def encoded_groups(fabric: ElmoFabric, layout: ElmoLayout, offsets: np.ndarray,
+                   hosts: np.ndarray, limits: ClusterLimits
+                   ) -> list[tuple[EncodedLayer, EncodedLayer]] | None:
+    """(spine, leaf) :func:`encode_layers` of the member pods and leaves of many groups
+    (``hosts[offsets[i]:offsets[i + 1]]``); None where :func:`cluster_groups` must
+    apply: no kernels, bitmaps past 63 bits, a header budget, a value too wide."""
+    groups = len(offsets) - 1
+    leaf_of, bit_of, pod_of, leaf_bit_of = host_arrays(fabric)
+    if fuzzy_labels is None or bit_of is None or leaf_bit_of is None or not groups \
+            or limits.header_bytes_max:
+        return None
+    group = np.repeat(np.arange(groups, dtype=np.int64), np.diff(offsets))
+    leaf = encode_layers(*or_by_switch(groups, group, leaf_of[hosts], bit_of[hosts]),
+                         limits.leaf_prules, limits.max_ids, limits.leaf_redundancy, layout,
+                         "leaf")
+    spine = encode_layers(*or_by_switch(groups, group, pod_of[hosts], leaf_bit_of[hosts]),
+                          limits.spine_prules, limits.max_ids, limits.spine_redundancy, layout,
+                          "spine")
+    if leaf is None or spine is None:
+        return None
+    return list(zip(spine, leaf, strict=True))

@@ -275,7 +275,7 @@ def encode_header(header: ElmoHeader, layout: ElmoLayout) -> bytes:
     return b"".join(out)
 
 
-def _layer_widths(layout: ElmoLayout, layer: str) -> tuple[int, int]:
+def layer_widths(layout: ElmoLayout, layer: str) -> tuple[int, int]:
     """(bitmap, id) widths of the downstream ``layer`` ("spine" or "leaf")."""
     if layer == "spine":
         return layout.spine_down, layout.pod_id
@@ -288,7 +288,7 @@ def encode_layer(rules: Sequence[PRule], default: int | None, layout: ElmoLayout
                  layer: str) -> bytes:
     """:func:`encode_layer_reference` with the fields of a p-rule shifted into one
     integer inline; any value out of range goes to the reference, which raises."""
-    bitmap_bits, id_bits = _layer_widths(layout, layer)
+    bitmap_bits, id_bits = layer_widths(layout, layer)
     bitmap_end = 1 << bitmap_bits
     id_end = 1 << id_bits
     head_bits = layout.count_bits + bitmap_bits
@@ -322,7 +322,7 @@ def encode_layer_reference(rules: Sequence[PRule], default: int | None, layout: 
     ValueError
         As :func:`encode_header`.
     """
-    bitmap_bits, id_bits = _layer_widths(layout, layer)
+    bitmap_bits, id_bits = layer_widths(layout, layer)
     out = []
     for rule in rules:
         if not 1 <= len(rule.ids) <= layout.max_ids:
@@ -346,7 +346,7 @@ def decode_layer(body: bytes, count: int, has_default: bool, layout: ElmoLayout,
     ElmoDecodeError
         As :func:`decode_header`.
     """
-    bitmap_bits, id_bits = _layer_widths(layout, layer)
+    bitmap_bits, id_bits = layer_widths(layout, layer)
     r = _Reader(body, start)
     rules = _rules(r, count, layout, bitmap_bits, id_bits, layer)
     default = _default(r, has_default, bitmap_bits, layer)
