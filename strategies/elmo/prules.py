@@ -187,7 +187,7 @@ def nodes_of_groups(fabric: ElmoFabric, offsets: np.ndarray, hosts: np.ndarray
     else group by group."""
     groups = len(offsets) - 1
     leaf_of, bit_of, pod_of, leaf_bit_of = host_arrays(fabric)
-    if bit_of is None or not groups:
+    if bit_of is None or leaf_bit_of is None or not groups:
         return [nodes_of(fabric, hosts[offsets[i]:offsets[i + 1]].tolist())
                 for i in range(groups)]
     group = np.repeat(np.arange(groups, dtype=np.int64), np.diff(offsets))
