@@ -195,6 +195,12 @@ class Strategy:
     #: partition (``Caches.cell_states``, ``Caches.fast_paths``);
     #: ``tests/experiments/test_cell_caches.py`` checks every strategy that says so.
     cell_invariant: ClassVar[bool] = False
+    #: True when one install serves every cell of a workload seed, whatever part of
+    #: the workload a cell sends (elmo installs all groups of a ``GroupSource``
+    #: population once and keeps it in ``Caches.vt_installs``). The Spark runner
+    #: then keeps such cells in one task, up to a slot's share of the spec
+    #: (:func:`experiments.runners.spark.balance`), so the install runs once.
+    workload_install: ClassVar[bool] = False
 
     #: Where this strategy object's memos live (data-plane lookups, compiled
     #: trees); see :meth:`use_caches`.

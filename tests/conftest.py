@@ -68,3 +68,13 @@ def golden(regen_golden: bool, request: pytest.FixtureRequest) -> Callable[[str,
                     + f"\nIf the change is intended, regenerate with: {regen}", pytrace=False)
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _no_held_freeze() -> object:
+    """A test that runs a Spark partition in this process (``run_partition``) leaves the
+    worker's freeze held for a next task (``sim.engines.gc_thresholds``): release it."""
+    yield
+    from sim.engines.gc_thresholds import release_held
+
+    release_held()

@@ -131,16 +131,34 @@ class Cell:
         return canonical_json(dict(self.params))
 
     def cost(self) -> float:
-        """Rough relative cost, for balancing Spark partitions (switches x notifications)."""
-        kind, _, rest = self.topology.partition(":")
+        """Rough relative cost, for balancing Spark partitions: switches x (notifications +
+        :data:`SUBSCRIPTION_COST` x content subscriptions installed, ``subs=N``)."""
+        topo = _numbers(self.topology.partition(":")[2])
         size = 64.0
-        for item in rest.split(","):
-            key, _, value = item.partition("=")
-            if key in ("switches", "leaves") and value.isdigit():
-                size = float(value)
-            elif key == "k" and value.isdigit():
-                size = 1.25 * float(value) ** 2
-        return size * self.notifications
+        if "switches" in topo or "leaves" in topo:
+            size = topo.get("switches", topo.get("leaves", size))
+        elif "k" in topo:
+            size = 1.25 * topo["k"] ** 2
+        elif "depth" in topo and "fanout" in topo:  # a complete tree
+            size = sum(topo["fanout"] ** i for i in range(int(topo["depth"])))  # levels
+        subs = _numbers(self.receivers.partition(":")[2]).get("subs", 0.0)
+        return size * (self.notifications + SUBSCRIPTION_COST * subs)
+
+
+#: What installing one content subscription costs, in notifications (:meth:`Cell.cost`):
+#: a flowlimit-pleroma cell takes about 0.7 s plus 1.6 s per 1,000 subscriptions at 300
+#: notifications (docs/BENCHMARKS.md, 2026-12-07, branch h-flow3).
+SUBSCRIPTION_COST = 0.7
+
+
+def _numbers(params: str) -> dict[str, float]:
+    """The integer-valued ``key=value`` items of a spec's parameter string."""
+    out = {}
+    for item in params.split(","):
+        key, _, value = item.partition("=")
+        if value.isdigit():
+            out[key] = float(value)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

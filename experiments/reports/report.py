@@ -37,6 +37,10 @@ HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "header
             "delay_worst_ms"]
 # Added to the table, all three, where any point has typed labels (virtual trees, seed 000
 # Fig. 6.9b).
+#: Series beyond which a metric's line plot is left out: its legend would not be readable,
+#: and drawing it takes minutes (ch6-best-strategies: 840 series; every point is in the
+#: table, and a spec's declared figures summarise it).
+MAX_SERIES = 128
 LABEL_HEADLINE = ["header_tree_labels", "header_stop_labels", "header_hop_labels"]
 # Plotted when not 0 everywhere; labels and units: experiments/reports/columns.py.
 PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries",
@@ -238,7 +242,7 @@ def _plots(exp: str, recs: Sequence[Mapping[str, Any]], out: Path, timed: bool,
         xs = {(r["receivers_model"], r.get("run")): x_of[r["receivers_model"]] for r in recs}
         metrics = PLOTTED + (TIMED_HEADLINE[:3] if timed else [])
     timed_names = timed_labels({r["timed"] for r in recs}) if "timed" in varying else None
-    lines, zero = [], []
+    lines, zero, crowded = [], [], []
     for metric in metrics:
         pts: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
         for r in recs:
@@ -248,6 +252,10 @@ def _plots(exp: str, recs: Sequence[Mapping[str, Any]], out: Path, timed: bool,
                                r[f"{metric}_ci95"]))
         if all(p[1] == 0 for ps in pts.values() for p in ps):
             zero.append(header(metric))
+            continue
+        if len(pts) > MAX_SERIES:
+            crowded.append(header(metric))
+            too_many = len(pts)
             continue
         series = [Series(label, *map(tuple, zip(*sorted(ps), strict=True)))
                   for label, ps in sorted(pts.items())]
@@ -263,6 +271,9 @@ def _plots(exp: str, recs: Sequence[Mapping[str, Any]], out: Path, timed: bool,
             lines += ["", f"*{plot_title(exp, metric)}*. {coincide_note(groups)}", ""]
     if zero:
         lines += ["", f"Not plotted (0 at every point): {', '.join(zero)}."]
+    if crowded:
+        lines += ["", f"Not plotted ({too_many} series, more than {MAX_SERIES} in one legend; "
+                  f"every point is in the table): {', '.join(crowded)}."]
     return lines + [""]
 
 

@@ -13,7 +13,9 @@ Distribution
     worker process's caches (population plans, virtual-tree installs, table
     lookups); a group is split only when it exceeds its share of
     ``GROUP_SHARES_PER_SLOT`` x ``defaultParallelism`` equal parts of the
-    spec (:func:`group_cap`), so a small spec still spreads over every slot.
+    spec (:func:`group_cap`), so a small spec still spreads over every slot;
+    the cells of a strategy that installs once for its whole workload (elmo's
+    million groups) only beyond a slot's share, so the install runs once.
     Where a partition holds several groups anyway (more groups than
     partitions), the groups of one family (same topology, links and seed) are
     first merged into chunks of at most a partition's share
@@ -177,8 +179,8 @@ def _workload_seed(cell: Cell) -> int:
         return cell.workload_seed
 
 
-def balance(cells: Sequence[Cell], partitions: int,
-            max_group: int | None = None) -> list[list[Cell]]:
+def balance(cells: Sequence[Cell], partitions: int, max_group: int | None = None,
+            max_shared: int | None = None) -> list[list[Cell]]:
     """Greedy LPT over groups of related cells, each into the lightest partition.
 
     A group is the cells with the same :func:`affinity` (e.g. the churn levels
@@ -192,7 +194,10 @@ def balance(cells: Sequence[Cell], partitions: int,
     partitions are dropped, so at most ``min(partitions, len(cells))`` remain.
     A group holds at most ``max_group`` cells (default ``ceil(cells /
     partitions)``; larger ones are split), so a spec with few groups still
-    spreads over every slot.
+    spreads over every slot. A group whose strategy installs once for the whole
+    workload (:func:`installs_per_workload`: elmo's million groups, minutes of
+    CPU) is split only beyond ``max_shared`` cells (default: never), since
+    every part would pay the install again.
     """
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1; got {partitions}")
@@ -200,10 +205,13 @@ def balance(cells: Sequence[Cell], partitions: int,
     for cell in sorted(cells, key=lambda c: (c.receivers, c.cell_id)):
         related.setdefault(affinity(cell), []).append(cell)
     cap = max(1, max_group or math.ceil(len(cells) / partitions))
-    groups = family_chunks(
-        {(*key, str(i)): members[i:i + cap]
-         for key, members in related.items() for i in range(0, len(members), cap)},
-        max(1, len(cells) // partitions))
+    shared_cap = max(1, max_shared or len(cells))
+    split: dict[tuple[str, ...], list[Cell]] = {}
+    for key, members in related.items():
+        size = shared_cap if installs_per_workload(members[0]) else cap
+        split.update({(*key, str(i)): members[i:i + size]
+                      for i in range(0, len(members), size)})
+    groups = family_chunks(split, max(1, len(cells) // partitions))
     bins: list[list[tuple[tuple[str, ...], list[Cell]]]] = [
         [] for _ in range(min(partitions, len(groups)))]
     loads = [0.0] * len(bins)
@@ -217,6 +225,15 @@ def balance(cells: Sequence[Cell], partitions: int,
     order = sorted(range(len(bins)), key=lambda i: (-loads[i], i))
     return [[c for _, group in sorted(bins[i], key=lambda kv: kv[0]) for c in group]
             for i in order if bins[i]]
+
+
+def installs_per_workload(cell: Cell) -> bool:
+    """Whether ``cell``'s strategy installs once for every cell of its workload seed
+    (:attr:`strategies.base.Strategy.workload_install`)."""
+    from strategies.base import STRATEGIES, load_builtin_strategies
+
+    load_builtin_strategies()
+    return cell.strategy in STRATEGIES and STRATEGIES.get(cell.strategy).workload_install
 
 
 def family_chunks(groups: dict[tuple[str, ...], list[Cell]], share: int
@@ -281,10 +298,13 @@ def run_partition(groups: Iterable[list[Cell]], out: str, prov: Provenance,
     leaves alive (the caches it filled) is frozen before the next one
     (:func:`~sim.engines.gc_thresholds.frozen_survivors`), so collections do not
     rescan the caches of earlier cells (about a fifth of a large ch. 6 family).
+    The freeze is held from one task of the worker to the next (``hold=True``,
+    unfrozen every :data:`~sim.engines.gc_thresholds.HOLD_TASKS` tasks), so a task's
+    first collection does not rescan the whole process (a fifth of a small ch. 6 task).
     """
     caches = Caches()  # shared by the cells of this partition (churn groups stay together)
     writer = CellWriter(out, prov)  # the partition's cells end in one gathered file
-    with rare_gc(), frozen_survivors() as settle:
+    with rare_gc(), frozen_survivors(hold=True) as settle:
         for group in groups:
             for cell in group:
                 task = partial(run_and_write, cell, writer, caches)
@@ -458,7 +478,8 @@ def _run_cells(spark: Any, todo: list[Cell], root: Path, prov: Provenance,
                around: CellWrapper | None, bar: Any, name: str) -> None:
     sc = spark.sparkContext
     slots = sc.defaultParallelism
-    parts = balance(todo, partition_count(len(todo), slots), group_cap(len(todo), slots))
+    parts = balance(todo, partition_count(len(todo), slots), group_cap(len(todo), slots),
+                    math.ceil(len(todo) / max(1, slots)))
     log.info("%d cells in %d partitions (costs %s)", len(todo), len(parts),
              [round(sum(c.cost() for c in p)) for p in parts])
     bar.set_description(name)

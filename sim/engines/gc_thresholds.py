@@ -34,8 +34,16 @@ def rare_gc() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+#: Uses of :func:`frozen_survivors` with ``hold=True`` (a worker's tasks) between two
+#: unfreezes: the cycles that earlier tasks' frozen objects became are freed at the
+#: latest this many tasks later.
+HOLD_TASKS = 8
+#: How many ended uses of :func:`frozen_survivors` left their freeze held (0: none).
+_held = 0
+
+
 @contextmanager
-def frozen_survivors() -> Iterator[Callable[[], None]]:
+def frozen_survivors(hold: bool = False) -> Iterator[Callable[[], None]]:
     """Between the cells of a runner's task: what a cell leaves alive is frozen.
 
     Yields ``settle``, to call after each cell: it collects what the cell left
@@ -47,19 +55,39 @@ def frozen_survivors() -> Iterator[Callable[[], None]]:
     installs, walk tables, populations) and a cell pays only for what it
     allocates itself. Without it a large ch. 6 family spent about a fifth of
     its CPU time in collections whose every object survived (one
-    second-generation pass over the caches cost 0.8 s on VtlWavenet2008). On
-    exit everything is unfrozen (:func:`gc.unfreeze`) and the collector treats
-    it as old again. Cycles among frozen objects are freed only after the
-    exit. When something else froze objects before (``gc.get_freeze_count()``
-    is not 0), ``settle`` does nothing and nothing is unfrozen, so their freeze
-    stays as it was. Nothing here changes what is computed.
+    second-generation pass over the caches cost 0.8 s on VtlWavenet2008).
+
+    On exit everything is unfrozen (:func:`gc.unfreeze`) and the collector
+    treats it as old again; the next use's first ``settle`` then makes one full
+    pass over the process's heap (0.1-0.2 s with the project's modules loaded,
+    a fifth of a small ch. 6 task). With ``hold=True`` (a worker process that
+    runs task after task) the freeze is kept on exit instead, except after
+    every :data:`HOLD_TASKS`-th use: frozen objects are still freed by
+    reference counting when the task drops its caches, but the cycles among
+    them (a few strategies' caches hold some) wait for that unfreeze and the
+    next full pass. Cycles among frozen objects are freed only then. When
+    something else froze objects before (``gc.get_freeze_count()`` is not 0 and
+    no freeze of ours is held), ``settle`` does nothing and nothing is
+    unfrozen, so their freeze stays as it was. Nothing here changes what is
+    computed.
     """
-    mine = gc.get_freeze_count() == 0
+    global _held
+    mine = gc.get_freeze_count() == 0 or _held > 0
     try:
         yield _collect_and_freeze if mine else _nothing
     finally:
         if mine:
-            gc.unfreeze()
+            _held = _held + 1 if hold and _held + 1 < HOLD_TASKS else 0
+            if not _held:
+                gc.unfreeze()
+
+
+def release_held() -> None:
+    """Unfreeze the freeze :func:`frozen_survivors` holds, if it holds one."""
+    global _held
+    if _held:
+        gc.unfreeze()
+        _held = 0
 
 
 def _collect_and_freeze() -> None:

@@ -319,17 +319,11 @@ class TenantPlan:
             self._cached -= len(self._members.popitem(last=False)[1])
         return got
 
-    def receiver_hosts(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each group's receiving hosts when its sender publishes, for distinct ``gids``.
-
-        Returns ``(offsets, hosts)``: group ``gids[i]``'s are
-        ``hosts[offsets[i]:offsets[i + 1]]``, sorted: the distinct hosts of its
-        members (:meth:`members`) but the sender's host. The member draws of
-        all groups run in one compiled batch
-        (:data:`sim.dataplanes.pcg64_draws.samples`, the same numbers) where it
-        agrees with numpy, else group by group through :meth:`members`.
-        """
-        gids = np.asarray(gids, dtype=np.int64)
+    def _member_draws(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The non-sender members of distinct ``gids`` as (position in ``gids``, host),
+        group by group in draw order: :meth:`members` ``[1:]``, drawn in one compiled
+        batch (:data:`sim.dataplanes.pcg64_draws.samples`, the same numbers) where it
+        agrees with numpy, else group by group."""
         tenant = self.group_tenant[gids]
         if pcg64_draws.kernel_agrees() and pcg64_draws.samples is not None:
             ks = self.group_size[gids].astype(np.int64) - 1  # the sender is not drawn
@@ -346,15 +340,34 @@ class TenantPlan:
             group = np.repeat(np.arange(len(gids)), [len(m) for m in members])
             host = self.vm_host[np.repeat(self.vm_offset[tenant], [len(m) for m in members])
                                 + np.concatenate([np.zeros(0, np.int64), *members])]
+        return group, host
+
+    def receiver_hosts(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's receiving hosts when its sender publishes, for distinct ``gids``.
+
+        Returns ``(offsets, hosts)``: group ``gids[i]``'s are
+        ``hosts[offsets[i]:offsets[i + 1]]``, sorted: the distinct hosts of its
+        members (:meth:`members`) but the sender's host. The member draws of
+        all groups run in one compiled batch (:meth:`_member_draws`).
+        """
+        gids = np.asarray(gids, dtype=np.int64)
+        group, host = self._member_draws(gids)
         keep = host != self.sender_host[gids][group]  # the sender's host never receives
-        group, host = group[keep], host[keep]
-        order = np.lexsort((host, group))
-        group, host = group[order], host[order]
-        first = np.ones(len(host), bool)
-        first[1:] = (host[1:] != host[:-1]) | (group[1:] != group[:-1])
-        group, host = group[first], host[first]
-        return np.searchsorted(group, np.arange(len(gids) + 1)).astype(np.int64), \
-            host.astype(np.int64)
+        return _distinct_by_group(len(gids), group[keep], host[keep])
+
+    def member_hosts(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's member hosts (the sender's included), for distinct ``gids``.
+
+        Returns ``(offsets, hosts)``: group ``gids[i]``'s are
+        ``hosts[offsets[i]:offsets[i + 1]]``, the same as
+        ``hosts_of_vms(group_tenant[g], members(g))`` (sorted, distinct), with
+        the member draws in one compiled batch (:meth:`_member_draws`).
+        """
+        gids = np.asarray(gids, dtype=np.int64)
+        group, host = self._member_draws(gids)
+        group = np.concatenate((np.arange(len(gids)), group))
+        host = np.concatenate((self.sender_host[gids].astype(host.dtype), host))
+        return _distinct_by_group(len(gids), group, host)
 
     def hosts_of_vms(self, tenant: int, vms: np.ndarray) -> np.ndarray:
         """Sorted distinct host indices of tenant ``tenant``'s VMs ``vms``."""
@@ -365,3 +378,16 @@ class TenantPlan:
         arrays = (self.vm_count, self.vm_offset, self.vm_host, self.group_tenant,
                   self.group_size, self.sender_vm, self.sender_host)
         return sum(a.nbytes for a in arrays) + 4 * self._cached
+
+
+def _distinct_by_group(groups: int, group: np.ndarray, host: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, hosts)`` of (group position, host) pairs: each group's distinct hosts,
+    sorted, at ``hosts[offsets[i]:offsets[i + 1]]``."""
+    order = np.lexsort((host, group))
+    group, host = group[order], host[order]
+    first = np.ones(len(host), bool)
+    first[1:] = (host[1:] != host[:-1]) | (group[1:] != group[:-1])
+    group, host = group[first], host[first]
+    return np.searchsorted(group, np.arange(groups + 1)).astype(np.int64), \
+        host.astype(np.int64)

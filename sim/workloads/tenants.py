@@ -217,6 +217,21 @@ class GroupTable(Sequence[Group]):
         self._check(gid)
         return self.plan.hosts_of_vms(int(self.plan.group_tenant[gid]), self.receiving_vms(gid))
 
+    def host_indices_of(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`host_indices` of distinct ``gids`` at once: ``(offsets, hosts)``, group
+        ``gids[i]``'s at ``hosts[offsets[i]:offsets[i + 1]]`` (at version 0 the member
+        draws run in one batch, :meth:`TenantPlan.member_hosts`)."""
+        gids = np.asarray(gids, dtype=np.int64)
+        if len(gids):
+            self._check(int(gids.min()))
+            self._check(int(gids.max()))
+        if self.log is None or not self.version:
+            return self.plan.member_hosts(gids)
+        parts = [self.host_indices(g) for g in gids.tolist()]
+        offsets = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        return offsets, np.concatenate([np.zeros(0, np.int64), *parts]).astype(np.int64)
+
     def _check(self, gid: int) -> None:
         check(0 <= gid < self.plan.groups, f"gid must be in 0..{self.plan.groups - 1}, got {gid}")
 

@@ -37,11 +37,26 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
-from sim.dataplanes.elmo.codec import ElmoLayout, PRule
+import numpy as np
+
+from sim.dataplanes.elmo.codec import LEAF_DEFAULT, SPINE_DEFAULT, ElmoLayout, PRule, encode_layer
 from sim.dataplanes.elmo.fabric import ElmoFabric
-from sim.dataplanes.elmo.headers import indices_key, pack_layers, unpack_layers
+from sim.dataplanes.elmo.headers import (
+    PackedGroup,
+    index_bytes,
+    indices_key,
+    pack_layers,
+    unpack_layers,
+)
 from sim.dataplanes.elmo.published import ArenaBuilder, PublishedGroups
-from strategies.elmo.prules import ClusterLimits, Layer, Node, cluster_nodes, nodes_of
+from strategies.elmo.fuzzy_batch import EncodedLayer, cluster_groups, encoded_groups
+from strategies.elmo.prules import (
+    ClusterLimits,
+    Layer,
+    Node,
+    cluster_nodes,
+    nodes_of,
+)
 
 #: One layer's switches without a p-rule in a group: (switch id, bitmap), by id.
 Rest = tuple[Node, ...]
@@ -159,25 +174,78 @@ class Controller:
     # -- all groups ------------------------------------------------------------------
     def build(self, groups: Iterable[tuple[int, Sequence[int]]]) -> None:
         """Plan ``groups`` ((gid, host indices ascending), gids 0..n-1 in order) afresh."""
+        self._clear()
+        builder = ArenaBuilder()
+        for gid, hosts in groups:
+            self._add(builder, gid, indices_key(hosts, self._hosts), *self._cluster(hosts))
+        self.published = PublishedGroups(builder.finish())
+
+    def build_batches(self, batches: Iterable[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """:meth:`build` of groups given in batches ``(first gid, offsets, hosts)``: gid
+        ``first + i`` has host indices ``hosts[offsets[i]:offsets[i + 1]]`` (ascending),
+        the batches' gids 0..n-1 in order. A batch is clustered and its p-rules
+        encoded at once (:func:`~strategies.elmo.fuzzy_batch.encoded_groups`, else
+        clustered at once, :func:`~strategies.elmo.fuzzy_batch.cluster_groups`) and
+        its hosts keys cut from one array; the outcome is :meth:`build`'s."""
+        self._clear()
+        builder = ArenaBuilder()
+        width = index_bytes(self._hosts)
+        for first, offsets, hosts in batches:
+            raw = indices_key(hosts, self._hosts)
+            cuts = (offsets * width).tolist()
+            encoded = encoded_groups(self.fabric, self.layout, offsets, hosts, self.limits)
+            if encoded is not None:
+                for i, (spine_enc, leaf_enc) in enumerate(encoded):
+                    self._add_encoded(builder, first + i, raw[cuts[i]:cuts[i + 1]], spine_enc,
+                                      leaf_enc)
+                continue
+            layers = cluster_groups(self.fabric, self.layout, offsets, hosts, self.limits)
+            for i, (spine, leaf) in enumerate(layers):
+                self._add(builder, first + i, raw[cuts[i]:cuts[i + 1]], spine, leaf)
+        self.published = PublishedGroups(builder.finish())
+
+    def _clear(self) -> None:
         self.leaf = SwitchQueues(self.limits.leaf_srules)
         self.pod = SwitchQueues(self.limits.spine_srules)
         self.rests = {}
-        builder = ArenaBuilder()
+
+    def _add(self, builder: ArenaBuilder, gid: int, key: bytes, spine: Layer,
+             leaf: Layer) -> None:
+        """Queue group ``gid`` (the next one) behind those before it and publish it."""
+        spine_default, leaf_default = self._queue(gid, spine.rest, leaf.rest)
+        builder.append(pack_layers(gid, key, spine.prules, spine_default, leaf.prules,
+                                   leaf_default, self.layout))
+
+    def _add_encoded(self, builder: ArenaBuilder, gid: int, key: bytes, spine: EncodedLayer,
+                     leaf: EncodedLayer) -> None:
+        """:meth:`_add` of layers whose p-rules come encoded (:func:`pack_layers`' record:
+        the default p-rule's bytes appended, the counts and flags in ``shape``)."""
+        (spine_bytes, spine_rules, spine_rest), (leaf_bytes, leaf_rules, leaf_rest) = spine, leaf
+        spine_default, leaf_default = self._queue(gid, tuple(spine_rest), tuple(leaf_rest))
+        flags = 0
+        if spine_default is not None:
+            spine_bytes += encode_layer((), spine_default, self.layout, "spine")
+            flags |= SPINE_DEFAULT
+        if leaf_default is not None:
+            leaf_bytes += encode_layer((), leaf_default, self.layout, "leaf")
+            flags |= LEAF_DEFAULT
+        builder.append(PackedGroup(gid, key, spine_bytes, leaf_bytes,
+                                   spine_rules | leaf_rules << 8 | flags << 16))
+
+    def _queue(self, gid: int, spine_rest: Rest, leaf_rest: Rest
+               ) -> tuple[int | None, int | None]:
+        """Queue group ``gid``'s rests (gid the next one): the default p-rules."""
         default = self.limits.default_prule
-        for gid, hosts in groups:
-            spine, leaf = self._cluster(hosts)
-            spine_default = leaf_default = None
-            for s, b in spine.rest:
-                if not self.pod.append(s, gid, b) and default:
-                    spine_default = (spine_default or 0) | b
-            for s, b in leaf.rest:
-                if not self.leaf.append(s, gid, b) and default:
-                    leaf_default = (leaf_default or 0) | b
-            if spine.rest or leaf.rest:
-                self.rests[gid] = (spine.rest, leaf.rest)
-            builder.append(pack_layers(gid, indices_key(hosts, self._hosts), spine.prules,
-                                       spine_default, leaf.prules, leaf_default, self.layout))
-        self.published = PublishedGroups(builder.finish())
+        spine_default = leaf_default = None
+        for s, b in spine_rest:
+            if not self.pod.append(s, gid, b) and default:
+                spine_default = (spine_default or 0) | b
+        for s, b in leaf_rest:
+            if not self.leaf.append(s, gid, b) and default:
+                leaf_default = (leaf_default or 0) | b
+        if spine_rest or leaf_rest:
+            self.rests[gid] = (spine_rest, leaf_rest)
+        return spine_default, leaf_default
 
     # -- a join/leave step --------------------------------------------------------------
     def update(self, groups: Iterable[tuple[int, Sequence[int]]]) -> tuple[set[int], set[int]]:

@@ -72,6 +72,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import (
     ControlState,
@@ -111,6 +113,9 @@ from topologies.model import Topology
 from topologies.registry import SpecError, check
 
 _SRULE_SLOTS = len(SRULE_GROUPS)
+
+#: Groups whose host indices an install reads at once (``host_indices_of``).
+_BATCH = 1 << 15
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,6 +214,7 @@ class Elmo(Strategy):
     summary = ("Elmo: p-rules per layer in the header (shared with redundancy R), s-rules "
                "in group tables, default p-rule; three-tier Clos")
     scope = "receivers"
+    workload_install = True  # all groups of a GroupSource, once per plan (module docstring)
     #: The last GroupSource install (see :class:`_Last`).
     _last: _Last | None = None
 
@@ -244,7 +250,7 @@ class Elmo(Strategy):
             got = knowledge.caches.vt_installs.get(key)
             owned = got is None
             if got is None:
-                got = self._install(fabric, _table_hosts(table, topology))
+                got = self._install_table(fabric, table, topology)
                 if not version:  # later versions: one notification each, keep the last
                     knowledge.caches.vt_installs.put(key, got)
             self._last = _Last(topology, table, got[0], got[1], lineage, version,
@@ -269,15 +275,33 @@ class Elmo(Strategy):
         return Controller(fabric, layout_of(fabric, self.params.switches_per_prule),
                           self.params.limits)
 
-    def _install(self, fabric: ElmoFabric, groups: Iterable[tuple[int, Sequence[int]]]
+    def _install(self, fabric: ElmoFabric, groups: Iterable[tuple[int, Sequence[int]]] = (),
+                 batches: Iterable[tuple[int, np.ndarray, np.ndarray]] | None = None
                  ) -> tuple[ControlState, Controller]:
-        """All ``groups`` ((gid, host indices ascending), gids 0..n-1) planned afresh."""
+        """All ``groups`` ((gid, host indices ascending), gids 0..n-1) planned afresh (or
+        the same given as ``batches``, :meth:`Controller.build_batches`)."""
         ctl = self.controller(fabric.topology)
-        ctl.build(groups)
+        if batches is None:
+            ctl.build(groups)
+        else:
+            ctl.build_batches(batches)
         switches = dict(self._base(fabric).switches)
         switches.update(self._srule_configs(fabric, ctl, ctl.leaf.switches(),
                                             ctl.pod.switches()))
         return ControlState(switches=switches, publisher_info=_info(ctl)), ctl
+
+    def _install_table(self, fabric: ElmoFabric, table: Sequence[Group], topology: Topology
+                       ) -> tuple[ControlState, Controller]:
+        """:meth:`_install` of every group of ``table``: in batches of
+        :data:`_BATCH` gids when the table gives many groups' host indices at once
+        (``host_indices_of``), else group by group."""
+        batch = getattr(table, "host_indices_of", None)
+        if batch is None:
+            return self._install(fabric, _table_hosts(table, topology))
+        n = len(table)
+        return self._install(fabric, batches=(
+            (start, *batch(np.arange(start, min(start + _BATCH, n), dtype=np.int64)))
+            for start in range(0, n, _BATCH)))
 
     def _step(self, fabric: ElmoFabric, pop: Any, table: Sequence[Group], lineage: object
               ) -> ControlState:

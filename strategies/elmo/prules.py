@@ -179,6 +179,56 @@ def nodes_of(fabric: ElmoFabric, indices: Iterable[int]) -> tuple[list[Node], li
     return sorted(leaf_bits.items()), sorted(pod_bits.items())
 
 
+def nodes_of_groups(fabric: ElmoFabric, offsets: np.ndarray, hosts: np.ndarray
+                    ) -> list[tuple[list[Node], list[Node]]]:
+    """:func:`nodes_of` of many groups at once: group ``i``'s host indices are
+    ``hosts[offsets[i]:offsets[i + 1]]``; the bitmaps are ORed with numpy
+    (``bitwise_or.reduceat`` over (group, switch) runs) when they fit 63 bits,
+    else group by group."""
+    groups = len(offsets) - 1
+    leaf_of, bit_of, pod_of, leaf_bit_of = host_arrays(fabric)
+    if bit_of is None or leaf_bit_of is None or not groups:
+        return [nodes_of(fabric, hosts[offsets[i]:offsets[i + 1]].tolist())
+                for i in range(groups)]
+    group = np.repeat(np.arange(groups, dtype=np.int64), np.diff(offsets))
+    return list(zip(_or_by_switch(groups, group, leaf_of[hosts], bit_of[hosts]),
+                    _or_by_switch(groups, group, pod_of[hosts], leaf_bit_of[hosts]),
+                    strict=True))
+
+
+def _or_by_switch(groups: int, group: np.ndarray, switch: np.ndarray, bits: np.ndarray
+                  ) -> list[list[Node]]:
+    """Per group, its (switch, OR of its bits) sorted by switch."""
+    starts, ids, merged = or_by_switch(groups, group, switch, bits)
+    pairs = list(zip(ids.tolist(), merged.tolist(), strict=True))
+    ends = starts.tolist()
+    return [pairs[ends[i]:ends[i + 1]] for i in range(groups)]
+
+
+def or_by_switch(groups: int, group: np.ndarray, switch: np.ndarray, bits: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(starts, ids, bitmaps)``: group ``i``'s switches (ascending) and the OR of their
+    ``bits`` at ``starts[i]:starts[i + 1]``, from one (group, switch, bits) row per host."""
+    key = group * (int(switch.max()) + 1 if len(switch) else 1) + switch
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else \
+        np.zeros(0, np.int64)
+    merged = np.bitwise_or.reduceat(bits[order], first) if len(first) else bits[:0]
+    starts = np.searchsorted(group[order][first], np.arange(groups + 1))
+    return starts.astype(np.int64), switch[order][first], merged
+
+
+@lru_cache(maxsize=8)
+def host_arrays(fabric: ElmoFabric) -> tuple[np.ndarray, np.ndarray | None, np.ndarray,
+                                             np.ndarray | None]:
+    """:func:`host_columns` as int64 arrays (the bit columns None when a bit is past 62)."""
+    leaf_of, bit_of, pod_of, leaf_bit_of = host_columns(fabric)
+    fits = all(b < 1 << 63 for b in (*bit_of, *leaf_bit_of))
+    return (np.asarray(leaf_of, np.int64), np.asarray(bit_of, np.int64) if fits else None,
+            np.asarray(pod_of, np.int64), np.asarray(leaf_bit_of, np.int64) if fits else None)
+
+
 @lru_cache(maxsize=8)
 def host_columns(fabric: ElmoFabric) -> tuple[tuple[int, ...], ...]:
     """Per host index in ``topology.hosts``: its leaf's id, its bit in the leaf's bitmap,
@@ -225,6 +275,13 @@ def cluster_nodes(layout: ElmoLayout, leaves: Sequence[Node], pods: Sequence[Nod
     """:func:`cluster_group` of a group's member leaves and pods (:func:`nodes_of`)."""
     leaf = cluster_layer(leaves, limits.leaf_prules, limits.max_ids, limits.leaf_redundancy)
     spine = cluster_layer(pods, limits.spine_prules, limits.max_ids, limits.spine_redundancy)
+    return fit_budget(layout, leaves, pods, spine, leaf, limits)
+
+
+def fit_budget(layout: ElmoLayout, leaves: Sequence[Node], pods: Sequence[Node], spine: Layer,
+               leaf: Layer, limits: ClusterLimits) -> tuple[Layer, Layer]:
+    """The layers :func:`cluster_layer` gave ``leaves`` and ``pods``, shrunk to
+    ``header_bytes_max`` (:func:`cluster_group`)."""
     budget = limits.header_bytes_max
     if budget:
         while worst_header_bytes(layout, spine, leaf) > budget and leaf.prules:

@@ -44,6 +44,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
 
 from strategies.prefix_filter.dz import (
     contains_point,
@@ -67,20 +68,25 @@ class PrefixTable:
     (:func:`min_space_costs`) consistent.
     """
 
-    __slots__ = ("flows", "keys", "_leaf", "_pending", "_cheapest", "_costs", "_written",
-                 "_carriers")
+    __slots__ = ("flows", "keys", "_leaf", "_leaf_sorted", "_pending", "_cheapest", "_costs",
+                 "_heap", "_written", "_carriers")
 
     def __init__(self, flows: Mapping[str, Iterable[int]] | None = None) -> None:
         self.flows: dict[str, Ports] = {k: frozenset(v) for k, v in (flows or {}).items()}
         self.keys: list[str] = sorted(self.flows)
         #: leaf merge points as of the last read (None: never computed)
         self._leaf: set[str] | None = None
+        #: the same points, sorted (kept with them)
+        self._leaf_sorted: list[str] = []
         #: keys inserted or deleted since the last read of the leaf merge points
         self._pending: set[str] = set()
         #: (MS cost, node) of the cheapest leaf merge point as it stands (None: not known)
         self._cheapest: tuple[float, str] | None = None
         #: MS cost per leaf merge point as of the last costing (None: never costed)
         self._costs: dict[str, float] | None = None
+        #: (cost, node) of every costing since the heap was built; an entry is current
+        #: while ``_costs[node]`` still equals its cost (:func:`cheapest_leaf_merge`)
+        self._heap: list[tuple[float, str]] = []
         #: keys inserted, deleted or given other ports since the last costing
         self._written: set[str] = set()
         #: port -> keys whose flow carries it (None: not built yet; :meth:`carries`)
@@ -151,14 +157,21 @@ class PrefixTable:
         keys that carry ``port`` (kept up to date by :meth:`set` and :meth:`delete`)
         instead of a lookup per prefix; the caller hashes ``prefixes`` once.
         """
+        keys = self.carriers(port)
+        return keys is not None and not keys.isdisjoint(prefixes)
+
+    def carriers(self, port: int) -> AbstractSet[str] | None:
+        """The keys whose flow carries ``port`` (None: none ever did), the live set of the
+        index :meth:`carries` tests against: :meth:`set` and :meth:`delete` change it in
+        place, and only a write that gives ``port`` to a first key makes a new one.
+        Read only."""
         if self._carriers is None:
             carriers: dict[int, set[str]] = {}
             for k, ports in self.flows.items():
                 for p in ports:
                     carriers.setdefault(p, set()).add(k)
             self._carriers = carriers
-        keys = self._carriers.get(port)
-        return keys is not None and not keys.isdisjoint(prefixes)
+        return self._carriers.get(port)
 
     # -- Algorithm 1 -------------------------------------------------------
     def install(self, dz: str, ports: Iterable[int]) -> bool:
@@ -210,18 +223,26 @@ class PrefixTable:
         prefixes only; those are decided again, the rest is kept. Equal to
         :meth:`compute_leaf_merge_points` (``tests/strategies/test_flow_limit_memo.py``).
         """
+        return list(self._leaf_points())
+
+    def _leaf_points(self) -> list[str]:
+        """:meth:`leaf_merge_points` as the live sorted list (read only)."""
         if self._leaf is None:
-            self._leaf = set(self.compute_leaf_merge_points())
+            self._leaf_sorted = self.compute_leaf_merge_points()
+            self._leaf = set(self._leaf_sorted)
         elif self._pending:
-            leaf = self._leaf
+            leaf, ordered = self._leaf, self._leaf_sorted
             nodes = {k[:i] for k in self._pending for i in range(len(k) + 1)}
             for m in nodes:
                 if self._is_leaf(m):
-                    leaf.add(m)
-                else:
+                    if m not in leaf:
+                        leaf.add(m)
+                        insort(ordered, m)
+                elif m in leaf:
                     leaf.discard(m)
+                    del ordered[bisect_left(ordered, m)]
         self._pending = set()
-        return sorted(self._leaf)
+        return self._leaf_sorted
 
     def _is_leaf(self, m: str) -> bool:
         keys = self.keys
@@ -287,7 +308,35 @@ def _recarry(carriers: dict[int, set[str]], dz: str, old: Ports, new: Ports) -> 
 
 
 def normalize_flows(logical: Mapping[str, Iterable[int]]) -> PrefixTable:
-    """The unlimited flow table of logical flows ``dz -> ports`` (Algorithm 1's fixpoint)."""
+    """The unlimited flow table of logical flows ``dz -> ports`` (Algorithm 1's fixpoint).
+
+    :func:`normalize_flows_reference` without the union when no key above covers the dz
+    (most keys) and without sorting the kept keys again (they are kept in order); equal
+    to it (``tests/strategies/test_flow_costs.py``).
+    """
+    out = PrefixTable()
+    chain: list[tuple[str, Ports]] = []  # (key, propagated ports) of the current chain
+    kept: dict[str, Ports] = {}
+    for dz in sorted(logical):
+        while chain and not dz.startswith(chain[-1][0]):
+            chain.pop()
+        if chain:
+            inherited = chain[-1][1]
+            ports = inherited.union(logical[dz])
+            if ports != inherited:  # then not empty
+                kept[dz] = ports
+        else:
+            ports = frozenset(logical[dz])
+            if ports:
+                kept[dz] = ports
+        chain.append((dz, ports))
+    out.flows = kept
+    out.keys = list(kept)
+    return out
+
+
+def normalize_flows_reference(logical: Mapping[str, Iterable[int]]) -> PrefixTable:
+    """:func:`normalize_flows` as first written (the definition)."""
     out = PrefixTable()
     stack: list[tuple[str, Ports]] = []  # (key, propagated ports) of the current chain
     kept: dict[str, Ports] = {}
@@ -342,31 +391,49 @@ def min_space_costs(table: PrefixTable) -> dict[str, float]:
     ports) and of its nearest covering flow, so only a write to a key ``m``
     prefixes, or to a key that prefixes ``m``, changes it; the nodes no key
     written since the last costing touches keep their cost, the others (and
-    new leaf merge points) are costed again. Equal to costing every node
-    (``tests/strategies/test_flow_limit_memo.py``).
+    new leaf merge points) are costed again, in the table's own dict (returned
+    live: read only), and the points no longer leaves are dropped from it. Equal
+    to costing every node (``tests/strategies/test_flow_limit_memo.py``).
     """
-    leaf = table.leaf_merge_points()
-    old = table._costs
-    if old is None:
-        costs = {m: min_space_cost(table, m) for m in leaf}
-    else:
+    leaf = table._leaf_points()
+    costs = table._costs
+    if costs is None:
+        costs = table._costs = {m: min_space_cost(table, m) for m in leaf}
+        table._heap = [(c, m) for m, c in costs.items()]
+        heapify(table._heap)
+    elif table._written:
+        # in place: a node that stopped being a leaf point is a prefix of a written key
+        # (its block changed); drop those, cost again what a written key touches
+        points = table._leaf or set()  # set by _leaf_points above
         stale: set[str] = set()
         for k in table._written:
-            stale.update(k[:i] for i in range(len(k) + 1))
+            stale.update([k[:i] for i in range(len(k) + 1)])
             stale.update(with_prefix(leaf, k))
-        costs = {m: old[m] if m in old and m not in stale else min_space_cost(table, m)
-                 for m in leaf}
-    table._costs = costs
+        heap = table._heap
+        for m in stale:
+            if m in points:
+                c = costs[m] = min_space_cost(table, m)
+                heappush(heap, (c, m))
+            elif m in costs:
+                del costs[m]
+        if len(heap) > 2 * len(costs) + 64:  # mostly outdated entries: rebuild
+            heap[:] = [(c, m) for m, c in costs.items()]
+            heapify(heap)
     table._written = set()
     return costs
 
 
 def cheapest_leaf_merge(table: PrefixTable) -> tuple[float, str] | None:
     """``min((cost, node))`` over :func:`min_space_costs` (memoised until the next write);
-    None if the table has no leaf merge point."""
+    None if the table has no leaf merge point. The top of a heap of the costings, the
+    outdated entries dropped as they surface (``tests/strategies/test_flow_limit_memo.py``
+    checks it against the minimum over the costs)."""
     if table._cheapest is None:
         costs = min_space_costs(table)
-        table._cheapest = min(((c, n) for n, c in costs.items()), default=None)
+        heap = table._heap
+        while heap and costs.get(heap[0][1]) != heap[0][0]:
+            heappop(heap)  # outdated: the node was costed again or is no leaf point now
+        table._cheapest = heap[0] if heap else None
     return table._cheapest
 
 
@@ -403,6 +470,21 @@ def _wrong_ports(table: PrefixTable, node: str, block: Sequence[str]) -> list[in
     return sorted(p for p in merge_ports(table, block) if p not in covered)
 
 
+def _near(norm: Sequence[str], node: str) -> Sequence[str]:
+    """The members of the normalised space ``norm`` related to ``node``, in order: the one
+    that covers ``node`` (at most one, and then none under it), else those under ``node``.
+
+    Every other member is disjoint from ``node``'s region, so it adds nothing to the size of
+    an intersection with a space inside that region (:func:`intersect_size` adds an exact
+    ``0`` for it); dropping them keeps each sum bit for bit."""
+    i = bisect_left(norm, node)
+    if i < len(norm) and norm[i] == node:
+        return (node,)
+    if i > 0 and node.startswith(norm[i - 1]):
+        return (norm[i - 1],)
+    return with_prefix(norm, node)
+
+
 def traffic_cost(table: PrefixTable, node: str, paths: Sequence[PathInfo],
                  links_behind: Mapping[int, int], block: Sequence[str] | None = None) -> float:
     """Estimated network false positives of merging at ``node`` (Alg. 5).
@@ -410,7 +492,36 @@ def traffic_cost(table: PrefixTable, node: str, paths: Sequence[PathInfo],
     For each path and each port ``p``: traffic x size(input ∩ wrong_p) /
     size(adv) x links behind ``p``, where ``wrong_p`` is the part of
     ``node``'s region the merged flows did not send to ``p``.
+
+    :func:`traffic_cost_reference` with each port's union computed once per call (not per
+    path) and the input space cut to the members related to ``node`` (:func:`_near`):
+    the same terms added in the same order, so the same float
+    (``tests/strategies/test_flow_costs.py``).
     """
+    block = table.block(node) if block is None else block
+    wrong = _wrong_ports(table, node, block)
+    total = 0.0
+    origs: list[tuple[int, tuple[str, ...]]] | None = None
+    for path in paths:
+        adv = set_size(path.adv_space)
+        if not adv or not path.traffic:
+            continue
+        near = _near(path.input_space, node)
+        in_node = intersect_size(near, (node,))
+        if not in_node:
+            continue
+        if origs is None:
+            origs = [(p, _port_union(table, block, p)) for p in wrong]
+        for p, orig in origs:
+            fp = in_node - intersect_size(near, orig)
+            total += path.traffic * fp / adv * links_behind.get(p, 1)
+    return total
+
+
+def traffic_cost_reference(table: PrefixTable, node: str, paths: Sequence[PathInfo],
+                           links_behind: Mapping[int, int],
+                           block: Sequence[str] | None = None) -> float:
+    """:func:`traffic_cost` as Alg. 5 reads, term by term (the definition)."""
     block = table.block(node) if block is None else block
     wrong = _wrong_ports(table, node, block)
     total = 0.0
@@ -434,7 +545,30 @@ def history_cost(table: PrefixTable, node: str, paths: Sequence[PathInfo],
 
     Each sampled event inside ``node`` not covered by a merged flow with
     port ``p`` counts ``links_behind[p] / s``.
+
+    :func:`history_cost_reference` with each port's union computed once per call, not per
+    path (the same terms in the same order, ``tests/strategies/test_flow_costs.py``).
     """
+    block = table.block(node) if block is None else block
+    wrong = _wrong_ports(table, node, block)
+    total = 0.0
+    origs: list[tuple[int, tuple[str, ...]]] | None = None
+    for path in paths:
+        received = with_prefix(path.events, node)
+        if not received:
+            continue
+        if origs is None:
+            origs = [(p, _port_union(table, block, p)) for p in wrong]
+        for p, orig in origs:
+            fp = sum(1 for e in received if not contains_point(orig, e))
+            total += fp * links_behind.get(p, 1) / path.sampling
+    return total
+
+
+def history_cost_reference(table: PrefixTable, node: str, paths: Sequence[PathInfo],
+                           links_behind: Mapping[int, int],
+                           block: Sequence[str] | None = None) -> float:
+    """:func:`history_cost` as Alg. 6 reads, term by term (the definition)."""
     block = table.block(node) if block is None else block
     wrong = _wrong_ports(table, node, block)
     total = 0.0

@@ -109,19 +109,25 @@ def install_batched(model: InstallModel, paths: Sequence[PathFlows], enforcer: E
     times: dict[Record, int] = {}
     for rec in recs:  # first occurrences in order (dicts keep insertion order)
         times[rec] = times.get(rec, 0) + 1
-    prefixes: dict[str, frozenset[str]] = {}
+    pairs_of: dict[tuple[str, ...], tuple[tuple[str, frozenset[str]], ...]] = {}
     for (sw, inp, out, flows), n in times.items():
         per = model.logical.setdefault(sw, {}).setdefault(inp, {})
         tables, table = _table(model, sw, inp)
-        for dz in flows:
+        pairs = pairs_of.get(flows)
+        if pairs is None:  # each dz with its prefixes (itself included), hashed once
+            pairs = pairs_of[flows] = tuple(
+                (dz, frozenset([dz[:i] for i in range(len(dz) + 1)])) for dz in flows)
+        carriers = table.carriers(out)
+        for dz, pre in pairs:
             counter = per.get(dz)
             if counter is None:
                 per[dz] = {out: n}
             else:
                 counter[out] = counter.get(out, 0) + n
-            pre = prefixes.get(dz)
-            if pre is None:
-                pre = prefixes[dz] = frozenset([dz[:i] for i in range(len(dz) + 1)])
-            if not table.carries(pre, out) and table.install(dz, (out,)):
-                _installed(model, sw, tables, enforcer)
+            # not table.carries(pre, out), with the carrier set of ``out`` held: writes
+            # change it in place; only an install can make the first one
+            if carriers is None or carriers.isdisjoint(pre):
+                if table.install(dz, (out,)):
+                    _installed(model, sw, tables, enforcer)
+                carriers = table.carriers(out)
     return recs

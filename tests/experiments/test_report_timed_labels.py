@@ -65,3 +65,18 @@ def test_a_timed_sweep_plots_one_series_per_strategy_and_setting(
             assert {lb.partition(" ")[2] for lb in labels if lb.split()[0] == strategy} == {
                 f"rate_hz={r} recirc_port_bps={p}"
                 for r in ("1000.0", "4000.0") for p in ("null", "10000000.0")}
+
+
+def test_a_plot_of_more_series_than_a_legend_holds_is_named_not_drawn(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond ``MAX_SERIES`` series a metric's plot is left out and the report says so
+    (the sweep above has 8 series: 2 strategies x 4 settings)."""
+    run_local(parse_spec_dict(SWEPT), tmp_path / "res", progress=False)
+    points = aggregate_local(read_results(tmp_path / "res"))
+    for limit, drawn in ((8, True), (7, False)):
+        monkeypatch.setattr(report, "MAX_SERIES", limit)
+        out = write_report(points, tmp_path / f"rep{limit}")
+        text = out.read_text()
+        pngs = list((tmp_path / f"rep{limit}").glob("swept-*.png"))
+        assert bool(pngs) is drawn
+        assert ("Not plotted (8 series, more than 7 in one legend" in text) is not drawn

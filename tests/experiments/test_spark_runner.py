@@ -47,6 +47,7 @@ from experiments.runners.spark import (  # noqa: E402  (after the skips)
     balance,
     family_chunks,
     group_cap,
+    installs_per_workload,
     partition_count,
     read_results_spark,
     run_partition,
@@ -410,16 +411,17 @@ def test_a_partition_runs_and_writes_its_cells_with_rare_collections(tmp_path: P
     assert seen == [RUN_GC_THRESHOLDS] * 6 and gc.get_threshold() == before
 
 
-def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
+def test_a_partition_freezes_what_each_cell_leaves_and_holds_it_at_its_end(
         tmp_path: Path) -> None:
     """Every cell after the first starts with the survivors of the cells before it
     frozen (collections skip them) and their garbage cycles freed, not frozen; the
-    partition's end unfreezes them, and a freeze made by someone else before is
-    left alone."""
+    partition's end holds the freeze for the worker's next task (released here), and
+    a freeze made by someone else before is left alone."""
     import gc
     import weakref
 
     from experiments.storage.results import Provenance
+    from sim.engines.gc_thresholds import release_held
 
     cells = make_spec().cells()[:3]
     counts: list[int] = []
@@ -441,6 +443,8 @@ def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
     answered = list(run_partition([cells], str(tmp_path / "a"), Provenance.of(), leave_a_cycle))
     assert all(rows > 0 for _, rows in answered)  # every earlier cell's cycle was freed
     assert counts[0] == 0 and counts[1] > 0 and counts[2] > 0
+    assert gc.get_freeze_count() > 0  # held for the next task
+    release_held()
     assert gc.get_freeze_count() == 0
     counts.clear()
     gc.freeze()
@@ -452,6 +456,50 @@ def test_a_partition_freezes_what_each_cell_leaves_and_unfreezes_at_its_end(
         assert 0 < gc.get_freeze_count() <= held
     finally:
         gc.unfreeze()
+
+
+def test_a_worker_holds_the_freeze_between_tasks_and_frees_held_cycles_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's tasks keep the freeze from one to the next, so a task's first
+    collection skips what earlier tasks left; every ``HOLD_TASKS``-th task ends
+    unfrozen, and the next task's first collection frees the cycles that frozen
+    objects became meanwhile (here: one a cell kept alive, dropped after its task)."""
+    import gc
+    import weakref
+
+    import sim.engines.gc_thresholds as gct
+    from experiments.storage.results import Provenance
+
+    monkeypatch.setattr(gct, "HOLD_TASKS", 3)
+    gct.release_held()
+    cell = make_spec().cells()[0]
+    kept: list[Any] = []
+    refs: list[weakref.ref[Any]] = []
+    starts: list[int] = []
+
+    class Node:
+        pass
+
+    def keep_a_cycle(_cell: Cell, task: Any) -> int:
+        starts.append(gc.get_freeze_count())
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]  # freed only by the collector
+        kept.append(node)  # alive when frozen; dropped after the task
+        refs.append(weakref.ref(node))
+        return int(task())
+
+    alive = []
+    for i in range(4):
+        list(run_partition([[cell]], str(tmp_path / str(i)), Provenance.of(), keep_a_cycle))
+        kept.clear()
+        alive.append([ref() is not None for ref in refs])
+    assert starts[0] == 0 and starts[1] > 0 and starts[2] > 0  # held from task to task
+    assert starts[3] == 0  # the third task ended unfrozen
+    # the cycles of tasks 1-3 stay (frozen) until the fourth task's first collection
+    assert alive[:3] == [[True], [True, True], [True, True, True]]
+    assert alive[3] == [False, False, False, True]
+    gct.release_held()
+    assert gc.get_freeze_count() == 0
 
 
 def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
@@ -480,3 +528,41 @@ def test_balance_keeps_churn_levels_of_one_seed_together() -> None:
                for p in parts)
     loads = [sum(c.cost() for c in p) for p in parts]
     assert loads == sorted(loads, reverse=True)
+
+
+def test_balance_keeps_a_workload_install_in_one_task() -> None:
+    """elmo installs all groups of its workload once per task: its slices stay in one
+    task up to ``max_shared`` cells, while the other strategies' slices are split."""
+    slices = [f"tenants:groups=1000,part={k},parts=100" for k in range(100)]
+    cells = [Cell(experiment="x", topology="elmo", strategy=s, params=(), receivers=r,
+                  payload_bytes=64, seed=1, notifications=100)
+             for s in ("elmo", "unicast") for r in slices]
+    assert installs_per_workload(cells[0]) and not installs_per_workload(cells[-1])
+    slots = 2
+    parts = balance(cells, partition_count(len(cells), slots), group_cap(len(cells), slots),
+                    math.ceil(len(cells) / slots))
+    assert sorted(c.cell_id for p in parts for c in p) == sorted(c.cell_id for c in cells)
+    homes = {s: {i for i, p in enumerate(parts) for c in p if c.strategy == s}
+             for s in ("elmo", "unicast")}
+    assert len(homes["elmo"]) == 1 and len(homes["unicast"]) == 3  # group_cap 34: 34 + 34 + 32
+    assert {c.strategy for c in parts[0]} == {"elmo"} and len(parts[0]) == 100  # first
+    # beyond max_shared cells even a workload install is split
+    parts = balance(cells, 16, group_cap(len(cells), slots), 40)
+    assert sorted(len(p) for p in parts if p[0].strategy == "elmo") == [20, 40, 40]
+
+
+def test_cost_counts_switches_notifications_and_content_subscriptions() -> None:
+    """The balancing cost: a complete tree's switches, and a content install's
+    subscriptions at SUBSCRIPTION_COST notifications each."""
+    from experiments.cells.spec import SUBSCRIPTION_COST
+
+    def cell(topology: str, receivers: str) -> Cell:
+        return Cell(experiment="x", topology=topology, strategy="pleroma-dz", params=(),
+                    receivers=receivers, payload_bytes=64, seed=1, notifications=300)
+
+    tree = "regulartree:depth=4,fanout=5,hosts=7"  # 1 + 5 + 25 + 125 switches
+    assert cell(tree, "uniform:percent=10").cost() == 156 * 300
+    small, large = (cell("randomtree:switches=100,hosts=2000,seed=1",
+                         f"content:subs={n},publishers=10,dims=6") for n in (1000, 8000))
+    assert small.cost() == 100 * (300 + SUBSCRIPTION_COST * 1000)
+    assert large.cost() > 5 * small.cost()

@@ -496,3 +496,25 @@ def test_shipped_elmo_specs_validate(name: str, notifications: int) -> None:
         assert len(parts) == 1
         assert sorted(m.part for m in models) == list(range(parts.pop()))
         assert len({c.workload_seed_for(receiver_model(c.receivers)) for c in spec.cells()}) == 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(1, 10**6), groups=st.integers(1, 90), compiled=st.booleans(),
+       churn=st.booleans(), data=st.data())
+def test_host_indices_of_many_groups_are_those_of_each(seed, groups, compiled, churn, data):
+    """host_indices_of (member draws in one batch) gives each group's host_indices,
+    compiled and through numpy, at version 0 and after churn."""
+    spec = (f"tenants-churn:tenants=12,vms_min=6,vms_max=80,groups={groups},events_per_step=9"
+            if churn else f"tenants:tenants=12,vms_min=6,vms_max=80,groups={groups}")
+    pop = population(spec, seed=seed) if not churn else receiver_model(spec).population(
+        load_topology(SMALL), child_rng(seed, "population"))
+    if churn:
+        pop = pop.at(data.draw(st.integers(0, 4)))
+    table = pop.groups()
+    gids = data.draw(st.lists(st.integers(0, groups - 1), unique=True, max_size=30))
+    with pytest.MonkeyPatch.context() as patch:
+        if not compiled:
+            patch.setattr(pcg64_draws, "kernel_agrees", lambda: False)
+        offsets, hosts = table.host_indices_of(np.array(gids, np.int64))
+    assert [hosts[offsets[i]:offsets[i + 1]].tolist() for i in range(len(gids))] == \
+        [table.host_indices(g).tolist() for g in gids]

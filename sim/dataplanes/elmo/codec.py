@@ -275,7 +275,7 @@ def encode_header(header: ElmoHeader, layout: ElmoLayout) -> bytes:
     return b"".join(out)
 
 
-def _layer_widths(layout: ElmoLayout, layer: str) -> tuple[int, int]:
+def layer_widths(layout: ElmoLayout, layer: str) -> tuple[int, int]:
     """(bitmap, id) widths of the downstream ``layer`` ("spine" or "leaf")."""
     if layer == "spine":
         return layout.spine_down, layout.pod_id
@@ -286,6 +286,35 @@ def _layer_widths(layout: ElmoLayout, layer: str) -> tuple[int, int]:
 
 def encode_layer(rules: Sequence[PRule], default: int | None, layout: ElmoLayout,
                  layer: str) -> bytes:
+    """:func:`encode_layer_reference` with the fields of a p-rule shifted into one
+    integer inline; any value out of range goes to the reference, which raises."""
+    bitmap_bits, id_bits = layer_widths(layout, layer)
+    bitmap_end = 1 << bitmap_bits
+    id_end = 1 << id_bits
+    head_bits = layout.count_bits + bitmap_bits
+    out = bytearray()
+    for rule in rules:
+        ids, bitmap = rule.ids, rule.bitmap
+        if not (1 <= len(ids) <= layout.max_ids and 0 <= bitmap < bitmap_end):
+            return encode_layer_reference(rules, default, layout, layer)
+        acc = (len(ids) - 1) << bitmap_bits | bitmap
+        for i in ids:
+            if not 0 <= i < id_end:
+                return encode_layer_reference(rules, default, layout, layer)
+            acc = acc << id_bits | i
+        width = head_bits + len(ids) * id_bits
+        pad = -width % 8
+        out += (acc << pad).to_bytes((width + pad) >> 3, "big")
+    if default is not None:
+        if not 0 <= default < bitmap_end:
+            return encode_layer_reference(rules, default, layout, layer)
+        pad = -bitmap_bits % 8
+        out += (default << pad).to_bytes((bitmap_bits + pad) >> 3, "big")
+    return bytes(out)
+
+
+def encode_layer_reference(rules: Sequence[PRule], default: int | None, layout: ElmoLayout,
+                           layer: str) -> bytes:
     """The bytes of one downstream layer: its shared p-rules, then its default p-rule.
 
     Raises
@@ -293,7 +322,7 @@ def encode_layer(rules: Sequence[PRule], default: int | None, layout: ElmoLayout
     ValueError
         As :func:`encode_header`.
     """
-    bitmap_bits, id_bits = _layer_widths(layout, layer)
+    bitmap_bits, id_bits = layer_widths(layout, layer)
     out = []
     for rule in rules:
         if not 1 <= len(rule.ids) <= layout.max_ids:
@@ -317,7 +346,7 @@ def decode_layer(body: bytes, count: int, has_default: bool, layout: ElmoLayout,
     ElmoDecodeError
         As :func:`decode_header`.
     """
-    bitmap_bits, id_bits = _layer_widths(layout, layer)
+    bitmap_bits, id_bits = layer_widths(layout, layer)
     r = _Reader(body, start)
     rules = _rules(r, count, layout, bitmap_bits, id_bits, layer)
     default = _default(r, has_default, bitmap_bits, layer)

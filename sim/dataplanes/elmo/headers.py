@@ -99,7 +99,7 @@ def hosts_key(hosts: Iterable[str], host_index: Mapping[str, int]) -> bytes:
                     for i in sorted(map(host_index.__getitem__, hosts)))
 
 
-def indices_key(indices: Sequence[int], hosts: int) -> bytes:
+def indices_key(indices: Sequence[int] | np.ndarray, hosts: int) -> bytes:
     """:func:`hosts_key` of hosts given by their indices in ``topology.hosts`` (distinct,
     ascending) in a network of ``hosts`` hosts."""
     return np.asarray(indices, dtype=">u2" if index_bytes(hosts) == 2 else ">u4").tobytes()
