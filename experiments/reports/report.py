@@ -35,12 +35,12 @@ from sim.workloads.receivers import StepAxis, receiver_model, step_model_names, 
 HEADLINE = ["receivers", "delivered", "false_positives", "header_bytes", "header_entries",
             "frames", "bytes", "lookups", "recirculations", "state_entries", "control_writes",
             "delay_worst_ms"]
-# Added to the table, all three, where any point has typed labels (virtual trees, seed 000
-# Fig. 6.9b).
 #: Series beyond which a metric's line plot is left out: its legend would not be readable,
 #: and drawing it takes minutes (ch6-best-strategies: 840 series; every point is in the
 #: table, and a spec's declared figures summarise it).
 MAX_SERIES = 128
+# Added to the table, all three, where any point has typed labels (virtual trees, seed 000
+# Fig. 6.9b).
 LABEL_HEADLINE = ["header_tree_labels", "header_stop_labels", "header_hop_labels"]
 # Plotted when not 0 everywhere; labels and units: experiments/reports/columns.py.
 PLOTTED = ["header_bytes", "frames", "bytes", "lookups", "delay_worst_ms", "state_entries",

@@ -65,7 +65,7 @@ def frozen_survivors(hold: bool = False) -> Iterator[Callable[[], None]]:
     every :data:`HOLD_TASKS`-th use: frozen objects are still freed by
     reference counting when the task drops its caches, but the cycles among
     them (a few strategies' caches hold some) wait for that unfreeze and the
-    next full pass. Cycles among frozen objects are freed only then. When
+    next full pass. When
     something else froze objects before (``gc.get_freeze_count()`` is not 0 and
     no freeze of ours is held), ``settle`` does nothing and nothing is
     unfrozen, so their freeze stays as it was. Nothing here changes what is
