@@ -11,6 +11,7 @@ CPU time. Nothing here changes what is computed, only when cycles are freed.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -38,6 +39,10 @@ def rare_gc() -> Iterator[None]:
 #: unfreezes: the cycles that earlier tasks' frozen objects became are freed at the
 #: latest this many tasks later.
 HOLD_TASKS = 8
+#: Only a use shorter than this (CPU seconds) holds its freeze: the full pass it saves
+#: the next task (0.1-0.2 s) matters for short tasks, while a long task's caches can be
+#: large (elmo-1m: gigabytes), and those held in cycles would wait for the unfreeze.
+HOLD_MAX_CPU_S = 5.0
 #: How many ended uses of :func:`frozen_survivors` left their freeze held (0: none).
 _held = 0
 
@@ -62,7 +67,8 @@ def frozen_survivors(hold: bool = False) -> Iterator[Callable[[], None]]:
     pass over the process's heap (0.1-0.2 s with the project's modules loaded,
     a fifth of a small ch. 6 task). With ``hold=True`` (a worker process that
     runs task after task) the freeze is kept on exit instead, except after
-    every :data:`HOLD_TASKS`-th use: frozen objects are still freed by
+    every :data:`HOLD_TASKS`-th use and after a use of more than
+    :data:`HOLD_MAX_CPU_S` CPU seconds: frozen objects are still freed by
     reference counting when the task drops its caches, but the cycles among
     them (a few strategies' caches hold some) wait for that unfreeze and the
     next full pass. When
@@ -73,11 +79,13 @@ def frozen_survivors(hold: bool = False) -> Iterator[Callable[[], None]]:
     """
     global _held
     mine = gc.get_freeze_count() == 0 or _held > 0
+    start = time.process_time()
     try:
         yield _collect_and_freeze if mine else _nothing
     finally:
         if mine:
-            _held = _held + 1 if hold and _held + 1 < HOLD_TASKS else 0
+            short = time.process_time() - start < HOLD_MAX_CPU_S
+            _held = _held + 1 if hold and short and _held + 1 < HOLD_TASKS else 0
             if not _held:
                 gc.unfreeze()
 

@@ -463,7 +463,8 @@ def test_a_worker_holds_the_freeze_between_tasks_and_frees_held_cycles_later(
     """A worker's tasks keep the freeze from one to the next, so a task's first
     collection skips what earlier tasks left; every ``HOLD_TASKS``-th task ends
     unfrozen, and the next task's first collection frees the cycles that frozen
-    objects became meanwhile (here: one a cell kept alive, dropped after its task)."""
+    objects became meanwhile (here: one a cell kept alive, dropped after its task).
+    A task of more than ``HOLD_MAX_CPU_S`` CPU seconds holds nothing."""
     import gc
     import weakref
 
@@ -498,7 +499,10 @@ def test_a_worker_holds_the_freeze_between_tasks_and_frees_held_cycles_later(
     # the cycles of tasks 1-3 stay (frozen) until the fourth task's first collection
     assert alive[:3] == [[True], [True, True], [True, True, True]]
     assert alive[3] == [False, False, False, True]
-    gct.release_held()
+    assert gc.get_freeze_count() > 0  # the fourth task holds again
+    # a task longer than HOLD_MAX_CPU_S (here: any) ends unfrozen
+    monkeypatch.setattr(gct, "HOLD_MAX_CPU_S", 0.0)
+    list(run_partition([[cell]], str(tmp_path / "long"), Provenance.of(), keep_a_cycle))
     assert gc.get_freeze_count() == 0
 
 
