@@ -17,6 +17,18 @@ installs (the same child ports under the same tree id) gets the same
 configuration object, which control-write counting and the data-plane
 memos skip.
 
+:func:`one_tree_state` builds the state of a single shortest-path tree (what
+``tree`` installs per notification in a receiver-scoped cell) without the
+tree, the rule objects or the builder: the child ports of each tree switch
+come from the root's cached breadth-first parents
+(:func:`strategies.l2.tree_groups.tree_child_ports`) and each tree switch's
+configuration from a cache keyed by its base configuration and ports
+(``caches.group_configs``, :class:`~sim.dataplanes.derived_configs.DerivedConfigs`),
+made by :meth:`StoredTrees.state`'s builder on a miss; the state is
+:func:`~sim.dataplanes.control_state.derived_state` of the base, so totals and
+control writes look at the tree switches only. It equals
+:meth:`StoredTrees.state` of the same tree (``tests/strategies/test_stored_trees.py``).
+
 References
 ----------
 Seed 000 §4.2.3, §4.3.2 (Figs. 4.4-4.6); digest ch. 1-4 §3.8-3.9.
@@ -32,10 +44,15 @@ from sim.dataplanes.control_state import (
     ControlState,
     StateBuilder,
     TableEntry,
+    count_writes,
+    derived_state,
+    mark_writes,
 )
+from sim.dataplanes.derived_configs import derived_configs
 from sim.dataplanes.trees import Tree
 from sim.dataplanes.virtual_tree.codec import LabelFormat
 from sim.dataplanes.virtual_tree.reference import tree_group_entry, tree_ports_entry
+from strategies.l2.tree_groups import tree_child_ports
 from topologies.model import Topology
 
 
@@ -107,3 +124,53 @@ class StoredTrees:
                 config = configs.put(key, builder.build((sw,)).switches[sw])
             switches[sw] = config
         return ControlState(switches=switches, publisher_info=publisher_info)
+
+
+def one_tree_state(topology: Topology, fmt: LabelFormat, variant: str, base: ControlState,
+                   root: str, receivers: frozenset[str], tree_id: int,
+                   configs: Store[tuple[Any, ...], Any], publisher_info: dict[str, Any]
+                   ) -> ControlState:
+    """``StoredTrees(topology, fmt, variant)`` holding ``shortest_path_tree(topology, root,
+    receivers)`` under ``tree_id``, as :meth:`StoredTrees.state` on ``base`` (see the
+    module docstring); ``configs``: the store of the per-base configuration caches.
+
+    ``base`` must hold every switch of ``topology`` in topology order (a
+    :meth:`~strategies.base.Strategy.base_state`).
+
+    Raises
+    ------
+    FieldRangeError
+        If the tree id or a port does not fit the label format (as :meth:`StoredTrees.add`).
+    KeyError
+        If a receiver's switch cannot be reached from ``root`` (as the tree does).
+    """
+    made = derived_configs(base, configs)
+    kept_of = made.kept
+    changed = {}
+    for sw, ports in tree_child_ports(topology, root, receivers).items():
+        kept = kept_of[sw]
+        key = ("vt stored tree", kept, tree_id, *ports)
+        config = made.get(key)
+        if config is None:
+            config = made.put(key, _tree_config(topology, fmt, variant, sw, kept.obj,  # type: ignore[arg-type]
+                                                tree_id, ports))
+        changed[sw] = config
+    return derived_state(base, changed, publisher_info)
+
+
+def _tree_config(topology: Topology, fmt: LabelFormat, variant: str, sw: str,
+                 kept: Any, tree_id: int, ports: list[int]) -> Any:
+    """Switch ``sw``'s configuration ``kept`` plus one stored tree's rule (and group), made
+    as :meth:`StoredTrees.state` makes it, and marked with its writes from ``kept``."""
+    rules = StoredTrees(topology, fmt, variant)
+    if variant == "mcgroup":
+        rules.groups[sw] = [(tree_id, tuple(ports))]
+        rules.entries[sw] = [tree_group_entry(fmt, tree_id, tree_id)]
+    else:
+        rules.entries[sw] = [tree_ports_entry(fmt, tree_id, ports)]
+    builder = StateBuilder(base=ControlState(switches={sw: kept}))
+    rules.add_to(builder)
+    config = builder.build((sw,)).switches[sw]
+    mark_writes(config, kept, count_writes(ControlState(switches={sw: kept}),
+                                           ControlState(switches={sw: config})))
+    return config
