@@ -24,7 +24,9 @@ come from the root's cached breadth-first parents
 (:func:`strategies.l2.tree_groups.tree_child_ports`) and each tree switch's
 configuration from a cache keyed by its base configuration and ports
 (``caches.group_configs``, :class:`~sim.dataplanes.derived_configs.DerivedConfigs`),
-made by :meth:`StoredTrees.state`'s builder on a miss; the state is
+made on a miss as :meth:`StoredTrees.state`'s builder makes it (a
+:class:`~sim.dataplanes.derived_configs.ConfigExtension`, marked with its
+writes from the base configuration); the state is
 :func:`~sim.dataplanes.control_state.derived_state` of the base, so totals and
 control writes look at the tree switches only. It equals
 :meth:`StoredTrees.state` of the same tree (``tests/strategies/test_stored_trees.py``).
@@ -42,16 +44,20 @@ from sim.dataplanes.caches import Identity, Store
 from sim.dataplanes.control_state import (
     EMPTY_SWITCH,
     ControlState,
+    MulticastGroup,
     StateBuilder,
+    SwitchConfig,
     TableEntry,
-    count_writes,
     derived_state,
-    mark_writes,
 )
-from sim.dataplanes.derived_configs import derived_configs
+from sim.dataplanes.derived_configs import ConfigExtension, DerivedConfigs, derived_configs
 from sim.dataplanes.trees import Tree
 from sim.dataplanes.virtual_tree.codec import LabelFormat
-from sim.dataplanes.virtual_tree.reference import tree_group_entry, tree_ports_entry
+from sim.dataplanes.virtual_tree.reference import (
+    CHECK_TREE,
+    tree_group_entry,
+    tree_ports_entry,
+)
 from strategies.l2.tree_groups import tree_child_ports
 from topologies.model import Topology
 
@@ -143,6 +149,9 @@ def one_tree_state(topology: Topology, fmt: LabelFormat, variant: str, base: Con
         If the tree id or a port does not fit the label format (as :meth:`StoredTrees.add`).
     KeyError
         If a receiver's switch cannot be reached from ``root`` (as the tree does).
+    ValueError
+        If a tree switch's base configuration has ``check_tree`` rules or the group
+        (:class:`~sim.dataplanes.derived_configs.ConfigExtension`).
     """
     made = derived_configs(base, configs)
     kept_of = made.kept
@@ -152,25 +161,31 @@ def one_tree_state(topology: Topology, fmt: LabelFormat, variant: str, base: Con
         key = ("vt stored tree", kept, tree_id, *ports)
         config = made.get(key)
         if config is None:
-            config = made.put(key, _tree_config(topology, fmt, variant, sw, kept.obj,  # type: ignore[arg-type]
-                                                tree_id, ports))
+            config = made.put(key, _tree_config(made, fmt, variant, kept, tree_id, ports))
         changed[sw] = config
     return derived_state(base, changed, publisher_info)
 
 
-def _tree_config(topology: Topology, fmt: LabelFormat, variant: str, sw: str,
-                 kept: Any, tree_id: int, ports: list[int]) -> Any:
-    """Switch ``sw``'s configuration ``kept`` plus one stored tree's rule (and group), made
-    as :meth:`StoredTrees.state` makes it, and marked with its writes from ``kept``."""
-    rules = StoredTrees(topology, fmt, variant)
-    if variant == "mcgroup":
-        rules.groups[sw] = [(tree_id, tuple(ports))]
-        rules.entries[sw] = [tree_group_entry(fmt, tree_id, tree_id)]
-    else:
-        rules.entries[sw] = [tree_ports_entry(fmt, tree_id, ports)]
-    builder = StateBuilder(base=ControlState(switches={sw: kept}))
-    rules.add_to(builder)
-    config = builder.build((sw,)).switches[sw]
-    mark_writes(config, kept, count_writes(ControlState(switches={sw: kept}),
-                                           ControlState(switches={sw: config})))
-    return config
+def _tree_config(made: DerivedConfigs, fmt: LabelFormat, variant: str, kept: Identity,
+                 tree_id: int, ports: list[int]) -> SwitchConfig:
+    """Base configuration ``kept`` plus one stored tree's rule (and group), as a
+    :class:`StateBuilder` on it adds them (:meth:`StoredTrees.state`), made through a
+    :class:`~sim.dataplanes.derived_configs.ConfigExtension` (marked with its writes
+    from ``kept``).
+
+    Raises
+    ------
+    ValueError
+        If ``kept`` has ``check_tree`` rules or the group already (``tree``'s base
+        rules have neither).
+    """
+    if variant != "mcgroup":
+        entry = tree_ports_entry(fmt, tree_id, ports)
+        return ConfigExtension(kept.obj, {CHECK_TREE: (entry,)}).config({})  # type: ignore[arg-type]
+    key = ("vt stored tree rule", kept, tree_id)
+    extension = made.get(key)
+    if extension is None:
+        extension = made.put(key, ConfigExtension(
+            kept.obj, {CHECK_TREE: (tree_group_entry(fmt, tree_id, tree_id),)}))  # type: ignore[arg-type]
+    return extension.config(  # type: ignore[no-any-return]
+        {tree_id: MulticastGroup(tree_id, tuple((p, 1) for p in ports))})
