@@ -1,4 +1,4 @@
-"""Weighted draws without replacement, as NumPy's ``Generator.choice`` makes them.
+"""Weighted draws, as NumPy's ``Generator.choice`` makes them.
 
 ``Generator.choice(n, size=k, replace=False, p=p)`` draws in rounds: ``k - m``
 uniform doubles (``random``), the weights of the ``m`` items found so far set
@@ -15,6 +15,11 @@ division and the same lookup (:func:`bisect.bisect_right`), so the picks and
 the generator's state afterwards are NumPy's (``tests/sim/test_weighted_draws.py``
 compares them with ``Generator.choice`` itself). Weights that are not all
 positive and finite go to NumPy (its checks and errors).
+
+:func:`choice_one` is ``Generator.choice(n, p=p)`` (one item, with
+replacement: one double looked up in the same normalised cumulative sum),
+which k-means++ seeding draws (:func:`sim.dataplanes.switch_clusters.kmeans`);
+zero weights are allowed there, as NumPy allows them.
 
 References
 ----------
@@ -58,6 +63,23 @@ def choice_without_replacement(rng: np.random.Generator, p: np.ndarray, k: int) 
                 new.append(i)
         found.extend(new)
     return found
+
+
+def choice_one(rng: np.random.Generator, p: np.ndarray) -> int:
+    """``int(rng.choice(len(p), p=p))``, drawing the same.
+
+    Probabilities that are negative, not finite or do not sum to 1 within
+    NumPy's tolerance go to NumPy (its errors).
+    """
+    weights = p.tolist()
+    if not weights or not all(w >= 0 and math.isfinite(w) for w in weights) \
+            or abs(math.fsum(weights) - 1.0) > _SUM_TOLERANCE:
+        return int(rng.choice(len(weights), p=p))
+    return bisect_right(normalised_cdf(weights), rng.random())
+
+
+#: well inside the tolerance NumPy accepts for ``sum(p) == 1`` (sqrt of float64's eps)
+_SUM_TOLERANCE = 1e-12
 
 
 def normalised_cdf(weights: list[float]) -> list[float]:

@@ -12,7 +12,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.workloads.weighted_draws import choice_without_replacement, normalised_cdf
+from sim.workloads.weighted_draws import (
+    choice_one,
+    choice_without_replacement,
+    normalised_cdf,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -47,3 +51,31 @@ def test_normalised_cdf_is_numpys_bit_for_bit(weights):
     want = np.cumsum(p)
     want /= want[-1]
     assert normalised_cdf(p.tolist()) == want.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1),
+       weights=st.lists(st.one_of(st.just(0.0), st.floats(0.0, 1e3)), min_size=1, max_size=80))
+def test_choice_one_is_numpys(seed, weights):
+    """One weighted item with replacement (zero weights allowed), as k-means++ draws it."""
+    if sum(weights) <= 0:
+        weights[0] = 1.0
+    p = np.array(weights) / np.sum(weights)
+    want_rng, got_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert choice_one(got_rng, p) == int(want_rng.choice(len(p), p=p))
+    assert got_rng.random() == want_rng.random()
+
+
+def test_a_draw_on_a_cumulative_value_takes_the_next_item():
+    """A double equal to a value of the cumulative sum picks the item after it (NumPy's
+    ``searchsorted(side="right")``): p = [x, 1 - x] for the first double x >= 0.5 a
+    seed draws (then 1 - x is exact and the sum is 1)."""
+    seed = next(s for s in range(100) if np.random.default_rng(s).random() >= 0.5)
+    x = np.random.default_rng(seed).random()
+    p = np.array([x, 1.0 - x])
+    assert normalised_cdf(p.tolist())[0] == x
+    want = int(np.random.default_rng(seed).choice(2, p=p))
+    assert want == 1
+    assert choice_one(np.random.default_rng(seed), p) == want
+    assert choice_without_replacement(np.random.default_rng(seed), p, 1) == \
+        np.random.default_rng(seed).choice(2, size=1, replace=False, p=p).tolist()
