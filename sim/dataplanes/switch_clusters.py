@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.dataplanes.trees import hop_distances
-from sim.workloads.weighted_draws import choice_one
+from sim.dataplanes.weighted_draws import choice_one
 from topologies.model import Topology
 
 

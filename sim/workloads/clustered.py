@@ -75,8 +75,8 @@ import numpy as np
 from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.switch_clusters import ClientClusters, client_clusters
 from sim.dataplanes.trees import hop_distances
+from sim.dataplanes.weighted_draws import choice_without_replacement
 from sim.workloads.receivers import Population, PopulationBase, register_receiver_model
-from sim.workloads.weighted_draws import choice_without_replacement
 from strategies.virtual_tree.client_view import ControllerView
 from topologies.model import Topology
 from topologies.registry import check

@@ -1,6 +1,6 @@
 """Weighted draws without replacement equal NumPy's ``Generator.choice`` exactly.
 
-:func:`sim.workloads.weighted_draws.choice_without_replacement` must pick the
+:func:`sim.dataplanes.weighted_draws.choice_without_replacement` must pick the
 same items in the same order as ``rng.choice(n, size=k, replace=False, p=p)``
 and leave the generator where NumPy leaves it, for random weights (skewed,
 as the clustered workload's dense/sparse weights, or not), sizes and seeds.
@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.workloads.weighted_draws import (
+from sim.dataplanes.weighted_draws import (
     choice_one,
     choice_without_replacement,
     normalised_cdf,
