@@ -14,7 +14,8 @@ the cumulative sum in order (``np.cumsum`` adds sequentially), the same
 division and the same lookup (:func:`bisect.bisect_right`), so the picks and
 the generator's state afterwards are NumPy's (``tests/sim/test_weighted_draws.py``
 compares them with ``Generator.choice`` itself). Weights that are not all
-positive and finite go to NumPy (its checks and errors).
+positive and finite, or do not sum to 1 (well within NumPy's tolerance), go
+to NumPy (its checks and errors).
 
 :func:`choice_one` is ``Generator.choice(n, p=p)`` (one item, with
 replacement: one double looked up in the same normalised cumulative sum),
@@ -48,7 +49,8 @@ def choice_without_replacement(rng: np.random.Generator, p: np.ndarray, k: int) 
         Items to draw (at most the number of items).
     """
     weights = p.tolist()
-    if k <= 0 or k > len(weights) or not all(w > 0 and math.isfinite(w) for w in weights):
+    if k <= 0 or k > len(weights) or not _finite(weights) or min(weights) <= 0 \
+            or not abs(math.fsum(weights) - 1.0) <= _SUM_TOLERANCE:
         return rng.choice(len(weights), size=k, replace=False, p=p).tolist()  # type: ignore[no-any-return]
     found: list[int] = []
     while len(found) < k:
@@ -72,14 +74,20 @@ def choice_one(rng: np.random.Generator, p: np.ndarray) -> int:
     NumPy's tolerance go to NumPy (its errors).
     """
     weights = p.tolist()
-    if not weights or not all(w >= 0 and math.isfinite(w) for w in weights) \
-            or abs(math.fsum(weights) - 1.0) > _SUM_TOLERANCE:
+    if not weights or not _finite(weights) or min(weights) < 0 \
+            or not abs(math.fsum(weights) - 1.0) <= _SUM_TOLERANCE:
         return int(rng.choice(len(weights), p=p))
     return bisect_right(normalised_cdf(weights), rng.random())
 
 
 #: well inside the tolerance NumPy accepts for ``sum(p) == 1`` (sqrt of float64's eps)
 _SUM_TOLERANCE = 1e-12
+
+
+def _finite(weights: list[float]) -> bool:
+    """No weight is infinite or NaN: their sum is finite (or else sent to NumPy, which
+    decides alike when finite weights overflow the sum)."""
+    return math.isfinite(sum(weights))
 
 
 def normalised_cdf(weights: list[float]) -> list[float]:

@@ -9,6 +9,7 @@ as the clustered workload's dense/sparse weights, or not), sizes and seeds.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,3 +80,18 @@ def test_a_draw_on_a_cumulative_value_takes_the_next_item():
     assert choice_one(np.random.default_rng(seed), p) == want
     assert choice_without_replacement(np.random.default_rng(seed), p, 1) == \
         np.random.default_rng(seed).choice(2, size=1, replace=False, p=p).tolist()
+
+
+@pytest.mark.parametrize("p", [[0.5, float("nan"), 0.5], [0.5, float("inf")], [1.5, -0.5],
+                               [float("-inf"), 1.0], [0.3, 0.3]])
+def test_weights_numpy_refuses_raise_numpys_error(p):
+    """NaN, infinite or negative weights, or ones not summing to 1: NumPy decides."""
+    p = np.array(p)
+    for draw, numpy_draw in ((lambda g: choice_one(g, p), lambda g: g.choice(len(p), p=p)),
+                             (lambda g: choice_without_replacement(g, p, 1),
+                              lambda g: g.choice(len(p), size=1, replace=False, p=p))):
+        with pytest.raises(ValueError) as want:
+            numpy_draw(np.random.default_rng(1))
+        with pytest.raises(ValueError) as got:
+            draw(np.random.default_rng(1))
+        assert str(got.value) == str(want.value)
