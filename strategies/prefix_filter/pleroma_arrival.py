@@ -72,7 +72,8 @@ class LogicalArrival:
     records: dict[int, list[Record]]
     #: the unlimited tables of :attr:`logical` (:meth:`PleromaModel.unlimited`'s result)
     unlimited: Tables
-    #: every subscription's distinct hops, in install order
+    #: every subscription's distinct hops, in install order, each with the flows whose
+    #: (dz, egress) pair it counts first (hops with none left out)
     hops: tuple[Hop, ...]
 
 
@@ -103,17 +104,26 @@ def distinct_hops(paths: Sequence[PathFlows]) -> tuple[list[Record], dict[Record
 
 
 def count_logical(logical: dict[str, dict[int, dict[str, dict[int, int]]]],
-                  times: dict[Record, int]) -> None:
+                  times: dict[Record, int]) -> list[tuple[str, ...]]:
     """Raise the logical counters of each distinct record by its multiplicity (the
-    counting half of ``install_batched``, in its order)."""
+    counting half of ``install_batched``, in its order); per record, the dz whose
+    (dz, egress) pair had no count before it (its first occurrence)."""
+    new: list[tuple[str, ...]] = []
     for (sw, inp, out, flows), n in times.items():
         per = logical.setdefault(sw, {}).setdefault(inp, {})
+        first = []
         for dz in flows:
             counter = per.get(dz)
             if counter is None:
                 per[dz] = {out: n}
+                first.append(dz)
+            elif out in counter:
+                counter[out] += n
             else:
-                counter[out] = counter.get(out, 0) + n
+                counter[out] = n
+                first.append(dz)
+        new.append(tuple(first))
+    return new
 
 
 def install_physical(model: Any, hops: Sequence[Hop], enforcer: Enforcer) -> None:
@@ -152,21 +162,24 @@ def logical_arrival(strategy: PleromaDz, model: PleromaModel, topology: Any, vie
     from strategies.prefix_filter.pleroma import new_pairs  # pleroma imports this module
 
     hops: list[Hop] = []
-    pairs_of: dict[tuple[str, ...], tuple[tuple[str, frozenset[str]], ...]] = {}
+    prefixes: dict[str, tuple[str, frozenset[str]]] = {}  # dz -> (dz, its prefixes)
     for sub in view.subscriptions:
         if sub.sub_id in model.subs:
             continue
         paths = strategy._paths(model, topology, view, sub)
         model.mark(new_pairs(model.logical, paths))
         recs, times = distinct_hops(paths)
-        count_logical(model.logical, times)
         model.records[sub.sub_id] = recs
-        for sw, inp, out, flows in times:
-            pairs = pairs_of.get(flows)
-            if pairs is None:
-                pairs = pairs_of[flows] = tuple(
-                    (dz, frozenset([dz[:i] for i in range(len(dz) + 1)])) for dz in flows)
-            hops.append((sw, inp, out, pairs))
+        # a (dz, egress) pair already installed on (switch, ingress) is carried there from
+        # then on (an install or a merge never takes a port away from a point of the
+        # table's space, see pleroma_install): only first occurrences can change a table
+        for (sw, inp, out, _), first in zip(times, count_logical(model.logical, times),
+                                            strict=True):
+            if first:
+                hops.append((sw, inp, out, tuple(
+                    prefixes.get(dz) or prefixes.setdefault(
+                        dz, (dz, frozenset([dz[:i] for i in range(len(dz) + 1)])))
+                    for dz in first)))
     return LogicalArrival(subs=model.subs, sub_dz=model.sub_dz, logical=model.logical,
                           records=model.records, unlimited=model.unlimited(), hops=tuple(hops))
 
