@@ -193,8 +193,11 @@ def shared_arrival(strategy: PleromaDz, model: PleromaModel, topology: Any, view
            view_key(view))
     fresh = type(model)(length=model.length, dims=model.dims, subs={}, sub_dz={},
                          adv_dz=model.adv_dz, logical={}, physical={}, records={})
-    logical = caches.flow_logical.get_or_make(
-        key, lambda: logical_arrival(strategy, fresh, topology, view))
+    logical = caches.flow_logical.get(key)
+    if logical is None:  # another workload: forget the last one's before making this one's
+        caches.flow_logical.clear()
+        caches.flow_physical.clear()
+        logical = caches.flow_logical.put(key, logical_arrival(strategy, fresh, topology, view))
     rng = strategy._rng
     physical_key = (key, p.effective_limit, p.local_mode, _frozen(rng.bit_generator.state))
     physical = caches.flow_physical.get(physical_key)
