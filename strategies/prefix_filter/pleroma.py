@@ -448,7 +448,7 @@ class PleromaDz(ContentStrategy):
         model.subs[sub.sub_id] = sub
         model.sub_dz[sub.sub_id] = decompose(sub.box, view.space, model.length, p.max_dz,
                                              model.dims)
-        paths = []
+        paths: list[PathFlows] = []
         for pub in view.publishers:
             if pub == sub.host:
                 continue

@@ -36,7 +36,7 @@ digest seed001-004 A5.1.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +85,7 @@ class PhysicalArrival:
     physical: Tables
     merged: dict[tuple[str, int], set[str]]
     peak: int
-    rng_state: dict[str, Any]
+    rng_state: Mapping[str, Any]
     calls: int
     seconds: float
     merges: int
