@@ -409,7 +409,7 @@ class PleromaDz(ContentStrategy):
         optimizer = GlobalOptimizer(p, routing, view, child_rng(p.seed, "pleroma-global"))
         every = p.global_every and p.effective_limit and p.global_mode != "none"
         if fresh and self.share_arrivals and install_batched is self.install_flows \
-                and not every:
+                and type(self)._add is PleromaDz._add and not every:
             shared_arrival(self, model, topology, view)
         for sub in view.subscriptions:
             if sub.sub_id in model.subs:
