@@ -231,12 +231,25 @@ class Caches:
         receiver set, :func:`strategies.virtual_tree.stored_trees.one_tree_state`):
         installs that give a switch equal rules share one object. One entry per
         base (strategy and topology).
+    flow_logical : Store
+        ``(strategy class, Identity(Topology), dz length, dims, max_dz, the view's
+        subscriptions and advertisements)`` -> ``pleroma-dz``'s first install without
+        its physical tables (:class:`strategies.prefix_filter.pleroma_arrival.LogicalArrival`:
+        logical counters, unlimited tables, hops), shared by the cells of one workload at
+        other flow limits and algorithms. One entry: a partition runs those cells one
+        after another, and an entry holds every logical flow of the network.
+    flow_physical : Store
+        That key with the flow limit, the local enforcer and its random stream's state ->
+        the physical tables after that install's local enforcement
+        (:class:`strategies.prefix_filter.pleroma_arrival.PhysicalArrival`), shared by
+        ``min-space``, ``traffic`` and ``history`` at one limit (their global pass
+        comes after it).
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
                  "vt_tables", "base_states", "cell_states", "fast_paths", "tree_tables",
                  "route_tables", "vt_candidates", "vt_states", "vt_ports", "stored_configs",
-                 "group_configs")
+                 "group_configs", "flow_logical", "flow_physical")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -255,6 +268,8 @@ class Caches:
         self.vt_ports: Store[Identity, Any] = Store("vt_ports", 4)
         self.stored_configs: Store[tuple[Any, ...], Any] = Store("stored_configs", 4096)
         self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 8)
+        self.flow_logical: Store[tuple[Any, ...], Any] = Store("flow_logical", 1)
+        self.flow_physical: Store[tuple[Any, ...], Any] = Store("flow_physical", 4)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

@@ -85,6 +85,7 @@ from strategies.prefix_filter.dz import (
 )
 from strategies.prefix_filter.flow_enforcers import EnforcerStats, enforce_local
 from strategies.prefix_filter.flow_limits import PrefixTable, normalize_flows
+from strategies.prefix_filter.pleroma_arrival import shared_arrival
 from strategies.prefix_filter.pleroma_global import (
     GlobalOptimizer,
     emulate_links,
@@ -269,6 +270,23 @@ class PleromaModel:
     dirty: Dirty = field(default_factory=dict)
     #: (switch, ingress) -> keys of physical flows made by merges (local or global)
     merged: dict[tuple[str, int], set[str]] = field(default_factory=dict)
+    #: True while :attr:`logical`, :attr:`physical` and :attr:`merged` are shared with
+    #: other models (:func:`~strategies.prefix_filter.pleroma_arrival.shared_arrival`):
+    #: :meth:`own` copies them before the model writes them
+    shared: bool = False
+
+    def own(self) -> None:
+        """Copy the shared logical counters, physical tables and merged sets (a no-op
+        unless :attr:`shared`), so that writes stay in this model."""
+        if not self.shared:
+            return
+        self.logical = {sw: {inp: {dz: dict(c) for dz, c in per.items()}
+                             for inp, per in ports.items()}
+                        for sw, ports in self.logical.items()}
+        self.physical = {sw: {inp: t.copy() for inp, t in per.items()}
+                         for sw, per in self.physical.items()}
+        self.merged = {key: set(nodes) for key, nodes in self.merged.items()}
+        self.shared = False
 
     def unlimited(self) -> Tables:
         """The unlimited flow tables, :func:`unlimited_flows` of the logical flows.
@@ -337,6 +355,10 @@ class PleromaDz(ContentStrategy):
         #: how a state is built from the physical flows (:func:`state_reference` is the
         #: definition, :class:`IncrementalStates` rebuilds only the switches that changed)
         self.build_state: Callable[..., ControlState] = IncrementalStates().build
+        #: a first install takes its arrival from the runner's caches
+        #: (:func:`~strategies.prefix_filter.pleroma_arrival.shared_arrival`); False: the
+        #: loop over :attr:`install_flows`, the definition
+        self.share_arrivals = True
 
     # -- helpers -------------------------------------------------------------
     def _layout(self, view: Any) -> PubsubLayout:
@@ -369,10 +391,12 @@ class PleromaDz(ContentStrategy):
                 model = self._models.get(previous)
             except LookupError:
                 pass
+        fresh = model is None
         if model is None:
             length = self._length(view)
             model = PleromaModel(length=length, dims=dims, subs={}, sub_dz={}, adv_dz={},
                                  logical={}, physical={}, records={})
+        model.own()
         model.adv_dz = {pub: decompose(view.advertisements[pub], view.space, model.length,
                                        p.max_dz, dims) for pub in view.publishers}
         current = {s.sub_id: s for s in view.subscriptions}
@@ -383,13 +407,16 @@ class PleromaDz(ContentStrategy):
         if touched:
             self._trim(model, touched)
         optimizer = GlobalOptimizer(p, routing, view, child_rng(p.seed, "pleroma-global"))
+        every = p.global_every and p.effective_limit and p.global_mode != "none"
+        if fresh and self.share_arrivals and install_batched is self.install_flows \
+                and type(self)._add is PleromaDz._add and not every:
+            shared_arrival(self, model, topology, view)
         for sub in view.subscriptions:
             if sub.sub_id in model.subs:
                 continue
             self._add(model, topology, view, sub)
             model.since_global += 1
-            if p.global_every and p.effective_limit and p.global_mode != "none" \
-                    and model.since_global >= p.global_every:
+            if every and model.since_global >= p.global_every:
                 self._global(model, optimizer)
         if p.effective_limit and p.global_mode != "none" and not p.global_every:
             self._global(model, optimizer)
@@ -413,20 +440,27 @@ class PleromaDz(ContentStrategy):
                     out.add(a)
         return sorted(out)
 
-    def _add(self, model: PleromaModel, topology: Topology, view: Any,
-             sub: Subscription) -> None:
+    def _paths(self, model: PleromaModel, topology: Topology, view: Any,
+               sub: Subscription) -> list[PathFlows]:
+        """Record ``sub`` and its dz in ``model``; its flows and tree hops per publisher."""
         p = self.params
         routing = self.routing_for(topology)
         model.subs[sub.sub_id] = sub
         model.sub_dz[sub.sub_id] = decompose(sub.box, view.space, model.length, p.max_dz,
                                              model.dims)
-        paths = []
+        paths: list[PathFlows] = []
         for pub in view.publishers:
             if pub == sub.host:
                 continue
             flows = self._flows_for(model, pub, sub)
             if flows:
                 paths.append((tuple(flows), routing.hops(pub, sub.host)))
+        return paths
+
+    def _add(self, model: PleromaModel, topology: Topology, view: Any,
+             sub: Subscription) -> None:
+        p = self.params
+        paths = self._paths(model, topology, view, sub)
         enforcer = Enforcer(p.effective_limit, p.local_mode, self._rng, self.stats)
         model.mark(new_pairs(model.logical, paths))
         model.records[sub.sub_id] = self.install_flows(model, paths, enforcer)
