@@ -174,9 +174,11 @@ class ContentFastPath(KernelChoice):
     state_info : callable
         ``state_info(state)`` -> :class:`ContentState` of a state the strategy
         built (raises ``LookupError`` for others: declined).
-    extra : callable
-        ``extra(state, link_fp, network_fp, latency_us)`` -> the strategy's
-        extra metrics of one notification (``metrics[i]["extra"]``).
+    extras : callable
+        ``extras(state, link_fp, network_fp, latency_us)`` -> the strategy's extra
+        metrics (``metrics[i]["extra"]``) of notifications served by ``state`` in
+        order, given their link and network false positives and worst lookup
+        latencies as equally long lists (one call per batch of one state).
     tree_parent : numpy.ndarray
         The routing tree's parent of every node (switches, then hosts; -1 at the
         root): the paths link false positives and latencies are measured on.
@@ -192,7 +194,8 @@ class ContentFastPath(KernelChoice):
 
     def __init__(self, topology: Topology, delays: DelayModel, family: ContentFamily,
                  encode: Encoder, state_info: Callable[[ControlState], ContentState],
-                 extra: Callable[[ControlState, int, int, float], Any],
+                 extras: Callable[[ControlState, list[int], list[int], list[float]],
+                                  list[Any]],
                  tree_parent: np.ndarray, walked: bool, impl: str = "auto") -> None:
         self.choose_kernels(impl, IMPLS, available_impls())
         self.topology = topology
@@ -200,7 +203,7 @@ class ContentFastPath(KernelChoice):
         self.family = family
         self.encode = encode
         self.state_info = state_info
-        self.extra = extra
+        self.extras = extras
         self.tree_parent = tree_parent
         self.walked = walked
         self.arrays: TopologyArrays = topology_arrays(topology)
@@ -219,7 +222,7 @@ class ContentFastPath(KernelChoice):
     def using(self, impl: str) -> ContentFastPath:
         """The same fast path computed by implementation ``impl``."""
         return ContentFastPath(self.topology, self.delays, self.family, self.encode,
-                               self.state_info, self.extra, self.tree_parent, self.walked, impl)
+                               self.state_info, self.extras, self.tree_parent, self.walked, impl)
 
     # -- public API -------------------------------------------------------------------
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
@@ -234,29 +237,32 @@ class ContentFastPath(KernelChoice):
         if states is None or notifications is None:
             return out
         groups: dict[int, list[int]] = {}
+        hosts = self._hosts
         for i in range(n):
-            if self._takes(publishers[i], receiver_sets[i], notifications[i]):
+            note, pub, rs = notifications[i], publishers[i], receiver_sets[i]
+            if (note.event is not None and pub in hosts and note.publisher == pub
+                    and rs <= hosts):
                 groups.setdefault(id(states[i]), []).append(i)
         for idx in groups.values():
             state = states[idx[0]]
             for a in range(0, len(idx), BATCH):
                 part = idx[a:a + BATCH]
-                got = self._run(state, [publishers[i] for i in part],
-                                [receiver_sets[i] for i in part],
+                sets = [receiver_sets[i] for i in part]
+                got = self._run(state, [publishers[i] for i in part], sets,
                                 [notifications[i] for i in part], detail=False)
                 if got is None:
                     continue
                 info, m, f = got
-                packets, entries, header_bytes = info.header
-                frame = ETH_HEADER_BYTES + header_bytes + payload_bytes
-                for j, i in enumerate(part):
-                    row = m[j]
-                    if row[walk.ERROR] != walk.OK:
-                        continue
-                    out[i] = _row(row, f[j], len(receiver_sets[i]), packets, entries,
-                                  header_bytes, frame,
-                                  self.extra(state, row[walk.LINK_FP], row[walk.NETWORK_FP],
-                                             f[j][walk.WORST_LATENCY]))
+                ok = m[:, walk.ERROR] == walk.OK
+                rows = _rows(m[ok], f[ok], np.fromiter(map(len, sets), np.int64, len(sets))[ok],
+                             info.header, payload_bytes)
+                extras = self.extras(state, m[ok, walk.LINK_FP].tolist(),
+                                     m[ok, walk.NETWORK_FP].tolist(),
+                                     f[ok, walk.WORST_LATENCY].tolist())
+                for i, row, extra in zip(np.asarray(part)[ok].tolist(), rows, extras,
+                                         strict=True):
+                    row["extra"] = extra
+                    out[i] = row
         return out
 
     def delivery(self, state: ControlState, notification: Notification,
@@ -267,7 +273,7 @@ class ContentFastPath(KernelChoice):
         if not self._takes(pub, receivers, notification):
             return None
         got = self._run(state, [pub], [receivers], [notification], detail=True)
-        if got is None or got[1][0][walk.ERROR] != walk.OK:
+        if got is None or got[1][0, walk.ERROR] != walk.OK:
             return None
         _, m, _ = got
         encoding = self.encode(self.topology, state, notification, receivers, payload)
@@ -275,7 +281,7 @@ class ContentFastPath(KernelChoice):
         frame = encoding.packets[0].frame_bytes
         names, n_sw = self.arrays.names, self.arrays.n_switches
         trace, trace_t = self._trace
-        nc = m[0][walk.CROSSINGS]
+        nc = int(m[0, walk.CROSSINGS])
         src, dst, look = trace[:, :nc].tolist()
         times = trace_t[:nc].tolist()
         for u, v, lk, t in zip(src, dst, look, times, strict=True):
@@ -290,7 +296,7 @@ class ContentFastPath(KernelChoice):
             else:
                 out.delivered[name] = out.delivered.get(name, 0) + 1
                 out.first_arrival_s.setdefault(name, t)
-        out.drops = m[0][walk.DROPS]
+        out.drops = int(m[0, walk.DROPS])
         return out
 
     # -- internals ----------------------------------------------------------------------
@@ -343,8 +349,9 @@ class ContentFastPath(KernelChoice):
 
     def _run(self, state: ControlState, pubs: list[str], sets: list[frozenset[str]],
              notes: list[Notification], detail: bool
-             ) -> tuple[ContentState, list[list[int]], list[list[float]]] | None:
-        """Kernel over one batch of one state: (info, int columns, float columns)."""
+             ) -> tuple[ContentState, np.ndarray, np.ndarray] | None:
+        """Kernel over one batch of one state: (info, int columns, float columns), the
+        columns of :mod:`~sim.dataplanes.content_walk` (``out_m``, ``out_f``)."""
         compiled_state = self._program(state)
         if compiled_state is None:
             return None
@@ -388,24 +395,32 @@ class ContentFastPath(KernelChoice):
                 break
             self._cap *= 4  # a walk longer than a tree's: more room, once or twice
             self._work = walk.work_arrays(len(arrays.names), arrays.n_slots, self._cap)
-        return info, out_m.tolist(), out_f.tolist()
+        return info, out_m, out_f
 
     def _trace_buffers(self, cap: int) -> tuple[np.ndarray, np.ndarray]:
         self._trace = (np.zeros((3, cap), np.int64), np.zeros(cap, np.float64))
         return self._trace
 
 
-def _row(m: list[int], f: list[float], n_receivers: int, packets: int, entries: int,
-         header_bytes: int, frame: int, extra: Any) -> dict[str, Any]:
-    """One notification's row metrics from the kernel's columns."""
-    got = m[walk.DELIVERED_RECEIVERS]
-    return {
-        "delivered": m[walk.DELIVERED], "false_positives": m[walk.DELIVERED] - got,
-        "false_negatives": n_receivers - got, "duplicates": m[walk.DUPLICATES],
+def _rows(m: np.ndarray, f: np.ndarray, n_receivers: np.ndarray, header: tuple[int, int, int],
+          payload_bytes: int) -> list[dict[str, Any]]:
+    """The row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`) of notifications
+    from the kernel's columns (``m``, ``f``: their rows of ``out_m``, ``out_f``) and
+    their receiver counts, one state's ``header``, column by column."""
+    packets, entries, header_bytes = header
+    frame = ETH_HEADER_BYTES + header_bytes + payload_bytes
+    delivered = m[:, walk.DELIVERED]
+    got = m[:, walk.DELIVERED_RECEIVERS]
+    frames = m[:, walk.FRAMES]
+    columns = zip(delivered.tolist(), (delivered - got).tolist(), (n_receivers - got).tolist(),
+                  m[:, walk.DUPLICATES].tolist(), frames.tolist(), (frames * frame).tolist(),
+                  m[:, walk.PASSES].tolist(), m[:, walk.LOOKUPS].tolist(),
+                  m[:, walk.MAX_PASSES].tolist(), (f[:, walk.WORST_ARRIVAL] * 1e3).tolist(),
+                  m[:, walk.WASTE].tolist(), strict=True)
+    return [{
+        "delivered": d, "false_positives": fp, "false_negatives": fn, "duplicates": dup,
         "header_entries": entries, "header_bytes": header_bytes, "packets_sent": packets,
-        "frames": m[walk.FRAMES], "bytes": m[walk.FRAMES] * frame,
-        "passes": m[walk.PASSES], "recirculations": 0, "lookups": m[walk.LOOKUPS],
-        "circulations_simplified": 0, "max_switch_passes": m[walk.MAX_PASSES],
-        "delay_worst_ms": f[walk.WORST_ARRIVAL] * 1e3, "link_false_positives": m[walk.WASTE],
-        "extra": extra,
-    }
+        "frames": fr, "bytes": by, "passes": ps, "recirculations": 0, "lookups": lk,
+        "circulations_simplified": 0, "max_switch_passes": mp, "delay_worst_ms": ms,
+        "link_false_positives": w,
+    } for d, fp, fn, dup, fr, by, ps, lk, mp, ms, w in columns]

@@ -363,8 +363,15 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
                     top -= 1
                     insl = stack[top]
                     sw = slot_node[insl]
-                    r = _first_rule(n_seg[insl], n_seg_start, n_lo, n_hi, n_msk, n_val,
-                                    net_keys, b)
+                    r = -1  # the first reference flow matching (one field)
+                    g = n_seg[insl]
+                    if g >= 0:
+                        nk = net_keys[b, 0]
+                        for q in range(n_seg_start[g], n_seg_start[g + 1]):
+                            if (n_lo[q, 0] <= nk <= n_hi[q, 0]
+                                    and (nk & n_msk[q, 0]) == n_val[q, 0]):
+                                r = q
+                                break
                     if r < 0:
                         continue
                     a = n_act[r]
