@@ -67,6 +67,18 @@ WORST_ARRIVAL, WORST_LATENCY = 0, 1
 OK, BAD_ACTION, NO_SUCH_PORT, TOO_MANY_FRAMES = 0, 1, 2, 3
 
 
+def _first_at_least(a: np.ndarray, lo: int, hi: int, x: int) -> int:
+    """The first index of sorted ``a[lo:hi]`` whose value is at least ``x`` (``hi``: none):
+    ``lo + np.searchsorted(a[lo:hi], x)`` without the slice (a view costs reference counts)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _first_rule(g: int, seg_start: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                 msk: np.ndarray, val: np.ndarray, keys: np.ndarray, b: int) -> int:
     """The first rule of segment ``g`` matching ``keys[b]`` (-1: none, or ``g`` < 0)."""
@@ -106,15 +118,15 @@ def _bdd(v: int, keys: np.ndarray, b: int, nf_of: np.ndarray, fstart: np.ndarray
         nxt = -1
         lookups += 1  # exact: the first row of (state, key)
         e0, e1 = ex_span[fi], ex_span[fi + 1]
-        a = e0 + np.searchsorted(ex_st[e0:e1], state)
-        z = e0 + np.searchsorted(ex_st[e0:e1], state, "right")
-        a += np.searchsorted(ex_val[a:z], key)
+        a = _first_at_least(ex_st, e0, e1, state)
+        z = _first_at_least(ex_st, a, e1, state + 1)
+        a = _first_at_least(ex_val, a, z, key)
         if a < z and ex_val[a] == key:
             nxt = ex_next[a]
         if nxt < 0:  # range: the first row of the state containing key
             lookups += 1
             e0, e1 = rg_span[fi], rg_span[fi + 1]
-            a = e0 + np.searchsorted(rg_st[e0:e1], state)
+            a = _first_at_least(rg_st, e0, e1, state)
             while a < e1 and rg_st[a] == state:
                 if rg_lo[a] <= key <= rg_hi[a]:
                     nxt = rg_next[a]
@@ -123,7 +135,7 @@ def _bdd(v: int, keys: np.ndarray, b: int, nf_of: np.ndarray, fstart: np.ndarray
         if nxt < 0:  # miss: the state's first row
             lookups += 1
             e0, e1 = ms_span[fi], ms_span[fi + 1]
-            a = e0 + np.searchsorted(ms_st[e0:e1], state)
+            a = _first_at_least(ms_st, e0, e1, state)
             if a < e1 and ms_st[a] == state:
                 nxt = ms_next[a]
         if nxt >= 0:
@@ -458,7 +470,7 @@ def work_arrays(n_nodes: int, n_slots: int, cap: int) -> tuple[np.ndarray, np.nd
 
 
 #: The kernel's helpers, callees first (compiled into it).
-_HELPERS = ("_first_rule", "_bdd")
+_HELPERS = ("_first_at_least", "_first_rule", "_bdd")
 
 
 def jit_kernel() -> Callable[..., Any] | None:
