@@ -334,11 +334,10 @@ class StateRecord:
         if not link_fp:
             return []
         out = [self.row_extra(link_fp[0], network_fp[0], latency_us[0])]
-        get = self._rows.get
-        for key in zip(link_fp[1:], network_fp[1:], latency_us[1:],
-                       [False] * (len(link_fp) - 1), strict=True):
-            hit = get(key)
-            out.append(self._made(key) if hit is None else hit)
+        get, made = self._rows.get, self._made
+        out += [get(key) or made(key) for key in zip(  # ExtraMetrics records are truthy
+            link_fp[1:], network_fp[1:], latency_us[1:], [False] * (len(link_fp) - 1),
+            strict=True)]
         return out
 
     def _made(self, key: tuple[int, int, float, bool]) -> ExtraMetrics:

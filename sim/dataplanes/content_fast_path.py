@@ -236,33 +236,50 @@ class ContentFastPath(KernelChoice):
         out: list[dict[str, Any] | None] = [None] * n
         if states is None or notifications is None:
             return out
+        # the notifications the kernel takes, by installed state (runs of one state, as
+        # cells and the bench have them, grouped without a lookup per notification)
         groups: dict[int, list[int]] = {}
         hosts = self._hosts
-        for i in range(n):
-            note, pub, rs = notifications[i], publishers[i], receiver_sets[i]
-            if (note.event is not None and pub in hosts and note.publisher == pub
-                    and rs <= hosts):
-                groups.setdefault(id(states[i]), []).append(i)
+        last: ControlState | None = None
+        idx: list[int] = []
+        for i, (pub, rs, note, state) in enumerate(zip(publishers, receiver_sets, notifications,
+                                                       states, strict=True)):
+            if note.event is None or note.publisher != pub or pub not in hosts or not rs <= hosts:
+                continue
+            if state is not last:
+                last, idx = state, groups.setdefault(id(state), [])
+            idx.append(i)
         for idx in groups.values():
             state = states[idx[0]]
             for a in range(0, len(idx), BATCH):
                 part = idx[a:a + BATCH]
-                sets = [receiver_sets[i] for i in part]
-                got = self._run(state, [publishers[i] for i in part], sets,
-                                [notifications[i] for i in part], detail=False)
+                lo, hi = part[0], part[-1] + 1
+                if hi - lo == len(part):  # consecutive notifications: slices
+                    pubs, sets, notes = publishers[lo:hi], receiver_sets[lo:hi], \
+                        notifications[lo:hi]
+                else:
+                    pubs = [publishers[i] for i in part]
+                    sets = [receiver_sets[i] for i in part]
+                    notes = [notifications[i] for i in part]
+                got = self._run(state, pubs, sets, notes, detail=False)
                 if got is None:
                     continue
                 info, m, f = got
                 ok = m[:, walk.ERROR] == walk.OK
-                rows = _rows(m[ok], f[ok], np.fromiter(map(len, sets), np.int64, len(sets))[ok],
-                             info.header, payload_bytes)
-                extras = self.extras(state, m[ok, walk.LINK_FP].tolist(),
-                                     m[ok, walk.NETWORK_FP].tolist(),
-                                     f[ok, walk.WORST_LATENCY].tolist())
-                for i, row, extra in zip(np.asarray(part)[ok].tolist(), rows, extras,
-                                         strict=True):
-                    row["extra"] = extra
-                    out[i] = row
+                taken = bool(ok.all())
+                if not taken:
+                    m, f = m[ok], f[ok]
+                counts = np.fromiter(map(len, sets), np.int64, len(sets))
+                extras = self.extras(state, m[:, walk.LINK_FP].tolist(),
+                                     m[:, walk.NETWORK_FP].tolist(),
+                                     f[:, walk.WORST_LATENCY].tolist())
+                rows = _rows(m, f, counts if taken else counts[ok], info.header, payload_bytes,
+                             extras)
+                if taken and hi - lo == len(part):
+                    out[lo:hi] = rows
+                else:
+                    for i, row in zip(np.asarray(part)[ok].tolist(), rows, strict=True):
+                        out[i] = row
         return out
 
     def delivery(self, state: ControlState, notification: Notification,
@@ -347,8 +364,8 @@ class ContentFastPath(KernelChoice):
             return None
         return info, program, net
 
-    def _run(self, state: ControlState, pubs: list[str], sets: list[frozenset[str]],
-             notes: list[Notification], detail: bool
+    def _run(self, state: ControlState, pubs: Sequence[str], sets: Sequence[frozenset[str]],
+             notes: Sequence[Notification], detail: bool
              ) -> tuple[ContentState, np.ndarray, np.ndarray] | None:
         """Kernel over one batch of one state: (info, int columns, float columns), the
         columns of :mod:`~sim.dataplanes.content_walk` (``out_m``, ``out_f``)."""
@@ -403,10 +420,11 @@ class ContentFastPath(KernelChoice):
 
 
 def _rows(m: np.ndarray, f: np.ndarray, n_receivers: np.ndarray, header: tuple[int, int, int],
-          payload_bytes: int) -> list[dict[str, Any]]:
-    """The row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`) of notifications
-    from the kernel's columns (``m``, ``f``: their rows of ``out_m``, ``out_f``) and
-    their receiver counts, one state's ``header``, column by column."""
+          payload_bytes: int, extras: list[Any]) -> list[dict[str, Any]]:
+    """The row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`, then ``extra``) of
+    notifications from the kernel's columns (``m``, ``f``: their rows of ``out_m``,
+    ``out_f``), their receiver counts and extra metrics, one state's ``header``, column
+    by column."""
     packets, entries, header_bytes = header
     frame = ETH_HEADER_BYTES + header_bytes + payload_bytes
     delivered = m[:, walk.DELIVERED]
@@ -416,11 +434,11 @@ def _rows(m: np.ndarray, f: np.ndarray, n_receivers: np.ndarray, header: tuple[i
                   m[:, walk.DUPLICATES].tolist(), frames.tolist(), (frames * frame).tolist(),
                   m[:, walk.PASSES].tolist(), m[:, walk.LOOKUPS].tolist(),
                   m[:, walk.MAX_PASSES].tolist(), (f[:, walk.WORST_ARRIVAL] * 1e3).tolist(),
-                  m[:, walk.WASTE].tolist(), strict=True)
+                  m[:, walk.WASTE].tolist(), extras, strict=True)
     return [{
         "delivered": d, "false_positives": fp, "false_negatives": fn, "duplicates": dup,
         "header_entries": entries, "header_bytes": header_bytes, "packets_sent": packets,
         "frames": fr, "bytes": by, "passes": ps, "recirculations": 0, "lookups": lk,
         "circulations_simplified": 0, "max_switch_passes": mp, "delay_worst_ms": ms,
-        "link_false_positives": w,
-    } for d, fp, fn, dup, fr, by, ps, lk, mp, ms, w in columns]
+        "link_false_positives": w, "extra": x,
+    } for d, fp, fn, dup, fr, by, ps, lk, mp, ms, w, x in columns]
