@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -386,19 +387,17 @@ class ContentFastPath(KernelChoice):
                         else np.zeros((len(notes), 1), np.int64))
         except Unsupported:
             return None
-        gid = arrays.gid
-        start = arrays.slot_start
-        rcv: list[int] = []
-        rcv_start = [0]
-        for rs in sets:
-            rcv.extend(map(gid.__getitem__, rs))
-            rcv_start.append(len(rcv))
+        # publishers and receivers by node index, without a Python step per notification
         i64 = np.int64
-        note_args = (np.array([gid[p] for p in pubs], i64),
-                     np.array([start[gid[p]] for p in pubs], i64), keys, net_keys,
-                     fam.hashes(info, values), np.array(rcv, i64), np.array(rcv_start, i64))
-        d = self.delays
         nb = len(pubs)
+        index = arrays.gid.__getitem__
+        pub_ids = np.fromiter(map(index, pubs), i64, nb)
+        rcv_start = np.zeros(nb + 1, i64)
+        np.cumsum(np.fromiter(map(len, sets), i64, nb), out=rcv_start[1:])
+        rcv = np.fromiter(map(index, chain.from_iterable(sets)), i64, int(rcv_start[-1]))
+        note_args = (pub_ids, arrays.slot_start[pub_ids], keys, net_keys,
+                     fam.hashes(info, values), rcv, rcv_start)
+        d = self.delays
         while True:
             out_m = np.zeros((nb, walk.N_COLUMNS), i64)
             out_f = np.zeros((nb, 2), np.float64)
