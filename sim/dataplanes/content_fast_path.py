@@ -137,30 +137,6 @@ def available_impls() -> tuple[str, ...]:
     return IMPLS if walk.jit_kernel() is not None else ("python",)
 
 
-def tree_intervals(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Preorder intervals ``[tin, tout)`` of a tree given as parent indices (-1: root)."""
-    n = len(parent)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    roots: list[int] = []
-    for x, p in enumerate(parent.tolist()):
-        (kids[p] if p >= 0 else roots).append(x)
-    tin = np.zeros(n, np.int64)
-    tout = np.zeros(n, np.int64)
-    clock = 0
-    for root in roots:
-        stack = [(root, False)]
-        while stack:
-            x, done = stack.pop()
-            if done:
-                tout[x] = clock
-                continue
-            tin[x] = clock
-            clock += 1
-            stack.append((x, True))
-            stack.extend((c, False) for c in reversed(kids[x]))
-    return tin, tout
-
-
 class ContentFastPath(KernelChoice):
     """The content filters' fast path on one topology (see the module docstring).
 
@@ -208,7 +184,6 @@ class ContentFastPath(KernelChoice):
         self.tree_parent = tree_parent
         self.walked = walked
         self.arrays: TopologyArrays = topology_arrays(topology)
-        self._tree = (tree_parent, *tree_intervals(tree_parent))
         self._hosts = frozenset(topology.hosts)
         self._programs: Store[Identity, Any] = Store("content programs", 4)
         self._pieces: Store[tuple[Any, ...], SwitchPiece] = Store(
@@ -402,7 +377,7 @@ class ContentFastPath(KernelChoice):
             out_m = np.zeros((nb, walk.N_COLUMNS), i64)
             out_f = np.zeros((nb, 2), np.float64)
             trace, trace_t = self._trace_buffers(self._cap if detail else 0)
-            self._kernel(arrays.kernel_args(), self._tree, program.rules, program.actions,
+            self._kernel(arrays.kernel_args(), self.tree_parent, program.rules, program.actions,
                          program.camus, program.bdd, net, info.latency_us, note_args,
                          (d.feed_in_s, d.switch_s, d.pass_s), int(self.walked), out_m, out_f,
                          int(detail), trace, trace_t, *self._work)

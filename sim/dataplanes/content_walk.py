@@ -146,7 +146,8 @@ def _bdd(v: int, keys: np.ndarray, b: int, nf_of: np.ndarray, fstart: np.ndarray
     return leaf_act[leaf_base[v] + state], lookups
 
 
-def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ignore[type-arg]
+def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[type-arg]
+                acts: tuple,  # type: ignore[type-arg]
                 camus: tuple, bdd: tuple, net: tuple, lat: np.ndarray,  # type: ignore[type-arg]
                 notes: tuple, delays: tuple, walked: int, out_m: np.ndarray,  # type: ignore[type-arg]
                 out_f: np.ndarray, detail: int, trace: np.ndarray, trace_t: np.ndarray,
@@ -162,9 +163,7 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
         link, the link's delay and the node's first slot towards the same neighbour
         (links are node pairs, as in ``Delivery.links``); ``port_slot[node, port]``
         (-1: no such port).
-    tree : (parent, tin, tout)
-        The routing tree over all nodes (-1 at the root; preorder interval ``[tin,
-        tout)`` of each node's subtree).
+    parent : the routing tree over all nodes, each node's parent (-1 at the root).
     rules, acts, camus, bdd : the installed tables compiled by
         :class:`sim.dataplanes.content_program.Program` (its ``kernel_args``).
     net : (on, seg, seg_start, lo, hi, mask, value, r_act, act_start, act_port)
@@ -185,7 +184,6 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
     """
     (n_switches, slot_node, slot_port, slot_nb, slot_back, slot_delay, slot_pair,
      port_slot) = topo
-    parent, tin, tout = tree
     # every tuple unpacked here, once (unpacking one in the loops below would count
     # references to each of its arrays at every frame)
     kind, seg, seg_start, lo, hi, msk, val, r_act = rules

@@ -387,7 +387,7 @@ def test_row_extras_are_row_extra_in_order(rows, cuts):
     batched = record()
     got: list[Any] = []
     bounds = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in zip(bounds, bounds[1:], strict=False):
         part = rows[a:b]
         got += batched.row_extras([r[0] for r in part], [r[1] for r in part],
                                   [r[2] for r in part])
