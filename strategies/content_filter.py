@@ -326,11 +326,26 @@ class StateRecord:
         first, self.fresh = self.fresh, False
         key = (link_fp, network_fp, latency_us, first)
         hit = self._rows.get(key)
-        if hit is None:
-            hit = self._rows[key] = replace(
-                self.extra, link_false_positives=link_fp, network_false_positives=network_fp,
-                lookup_latency_us=latency_us, controller_wall_ms=self.wall_ms if first else 0.0,
-                flows_peak=self.peak if first else 0)
+        return self._made(key) if hit is None else hit
+
+    def row_extras(self, link_fp: list[int], network_fp: list[int], latency_us: list[float]
+                   ) -> list[ExtraMetrics]:
+        """:meth:`row_extra` of the next ``len(link_fp)`` rows served by this state, in order."""
+        if not link_fp:
+            return []
+        out = [self.row_extra(link_fp[0], network_fp[0], latency_us[0])]
+        get, made = self._rows.get, self._made
+        out += [get(key) or made(key) for key in zip(  # ExtraMetrics records are truthy
+            link_fp[1:], network_fp[1:], latency_us[1:], [False] * (len(link_fp) - 1),
+            strict=True)]
+        return out
+
+    def _made(self, key: tuple[int, int, float, bool]) -> ExtraMetrics:
+        link_fp, network_fp, latency_us, first = key
+        hit = self._rows[key] = replace(
+            self.extra, link_false_positives=link_fp, network_false_positives=network_fp,
+            lookup_latency_us=latency_us, controller_wall_ms=self.wall_ms if first else 0.0,
+            flows_peak=self.peak if first else 0)
         return hit
 
 
@@ -473,11 +488,11 @@ class ContentStrategy(Strategy):
         for node, par in routing.parent.items():
             parent[arrays.gid[node]] = arrays.gid[par]
         return ContentFastPath(topology, delays, family, self.encode, self._content_of,
-                               self._row_extra, parent, walked=not self.tree_routed)
+                               self._row_extras, parent, walked=not self.tree_routed)
 
     def _content_of(self, state: ControlState) -> ContentState:
         return self.record_of(state).content
 
-    def _row_extra(self, state: ControlState, link_fp: int, network_fp: int,
-                   latency_us: float) -> ExtraMetrics:
-        return self.record_of(state).row_extra(link_fp, network_fp, latency_us)
+    def _row_extras(self, state: ControlState, link_fp: list[int], network_fp: list[int],
+                    latency_us: list[float]) -> list[ExtraMetrics]:
+        return self.record_of(state).row_extras(link_fp, network_fp, latency_us)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -136,30 +137,6 @@ def available_impls() -> tuple[str, ...]:
     return IMPLS if walk.jit_kernel() is not None else ("python",)
 
 
-def tree_intervals(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Preorder intervals ``[tin, tout)`` of a tree given as parent indices (-1: root)."""
-    n = len(parent)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    roots: list[int] = []
-    for x, p in enumerate(parent.tolist()):
-        (kids[p] if p >= 0 else roots).append(x)
-    tin = np.zeros(n, np.int64)
-    tout = np.zeros(n, np.int64)
-    clock = 0
-    for root in roots:
-        stack = [(root, False)]
-        while stack:
-            x, done = stack.pop()
-            if done:
-                tout[x] = clock
-                continue
-            tin[x] = clock
-            clock += 1
-            stack.append((x, True))
-            stack.extend((c, False) for c in reversed(kids[x]))
-    return tin, tout
-
-
 class ContentFastPath(KernelChoice):
     """The content filters' fast path on one topology (see the module docstring).
 
@@ -174,9 +151,11 @@ class ContentFastPath(KernelChoice):
     state_info : callable
         ``state_info(state)`` -> :class:`ContentState` of a state the strategy
         built (raises ``LookupError`` for others: declined).
-    extra : callable
-        ``extra(state, link_fp, network_fp, latency_us)`` -> the strategy's
-        extra metrics of one notification (``metrics[i]["extra"]``).
+    extras : callable
+        ``extras(state, link_fp, network_fp, latency_us)`` -> the strategy's extra
+        metrics (``metrics[i]["extra"]``) of notifications served by ``state`` in
+        order, given their link and network false positives and worst lookup
+        latencies as equally long lists (one call per batch of one state).
     tree_parent : numpy.ndarray
         The routing tree's parent of every node (switches, then hosts; -1 at the
         root): the paths link false positives and latencies are measured on.
@@ -192,7 +171,8 @@ class ContentFastPath(KernelChoice):
 
     def __init__(self, topology: Topology, delays: DelayModel, family: ContentFamily,
                  encode: Encoder, state_info: Callable[[ControlState], ContentState],
-                 extra: Callable[[ControlState, int, int, float], Any],
+                 extras: Callable[[ControlState, list[int], list[int], list[float]],
+                                  list[Any]],
                  tree_parent: np.ndarray, walked: bool, impl: str = "auto") -> None:
         self.choose_kernels(impl, IMPLS, available_impls())
         self.topology = topology
@@ -200,11 +180,10 @@ class ContentFastPath(KernelChoice):
         self.family = family
         self.encode = encode
         self.state_info = state_info
-        self.extra = extra
+        self.extras = extras
         self.tree_parent = tree_parent
         self.walked = walked
         self.arrays: TopologyArrays = topology_arrays(topology)
-        self._tree = (tree_parent, *tree_intervals(tree_parent))
         self._hosts = frozenset(topology.hosts)
         self._programs: Store[Identity, Any] = Store("content programs", 4)
         self._pieces: Store[tuple[Any, ...], SwitchPiece] = Store(
@@ -219,7 +198,7 @@ class ContentFastPath(KernelChoice):
     def using(self, impl: str) -> ContentFastPath:
         """The same fast path computed by implementation ``impl``."""
         return ContentFastPath(self.topology, self.delays, self.family, self.encode,
-                               self.state_info, self.extra, self.tree_parent, self.walked, impl)
+                               self.state_info, self.extras, self.tree_parent, self.walked, impl)
 
     # -- public API -------------------------------------------------------------------
     def metrics(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
@@ -233,30 +212,50 @@ class ContentFastPath(KernelChoice):
         out: list[dict[str, Any] | None] = [None] * n
         if states is None or notifications is None:
             return out
+        # the notifications the kernel takes, by installed state (runs of one state, as
+        # cells and the bench have them, grouped without a lookup per notification)
         groups: dict[int, list[int]] = {}
-        for i in range(n):
-            if self._takes(publishers[i], receiver_sets[i], notifications[i]):
-                groups.setdefault(id(states[i]), []).append(i)
+        hosts = self._hosts
+        last: ControlState | None = None
+        idx: list[int] = []
+        for i, (pub, rs, note, state) in enumerate(zip(publishers, receiver_sets, notifications,
+                                                       states, strict=True)):
+            if note.event is None or note.publisher != pub or pub not in hosts or not rs <= hosts:
+                continue
+            if state is not last:
+                last, idx = state, groups.setdefault(id(state), [])
+            idx.append(i)
         for idx in groups.values():
             state = states[idx[0]]
             for a in range(0, len(idx), BATCH):
                 part = idx[a:a + BATCH]
-                got = self._run(state, [publishers[i] for i in part],
-                                [receiver_sets[i] for i in part],
-                                [notifications[i] for i in part], detail=False)
+                lo, hi = part[0], part[-1] + 1
+                if hi - lo == len(part):  # consecutive notifications: slices
+                    pubs, sets, notes = publishers[lo:hi], receiver_sets[lo:hi], \
+                        notifications[lo:hi]
+                else:
+                    pubs = [publishers[i] for i in part]
+                    sets = [receiver_sets[i] for i in part]
+                    notes = [notifications[i] for i in part]
+                got = self._run(state, pubs, sets, notes, detail=False)
                 if got is None:
                     continue
                 info, m, f = got
-                packets, entries, header_bytes = info.header
-                frame = ETH_HEADER_BYTES + header_bytes + payload_bytes
-                for j, i in enumerate(part):
-                    row = m[j]
-                    if row[walk.ERROR] != walk.OK:
-                        continue
-                    out[i] = _row(row, f[j], len(receiver_sets[i]), packets, entries,
-                                  header_bytes, frame,
-                                  self.extra(state, row[walk.LINK_FP], row[walk.NETWORK_FP],
-                                             f[j][walk.WORST_LATENCY]))
+                ok = m[:, walk.ERROR] == walk.OK
+                taken = bool(ok.all())
+                if not taken:
+                    m, f = m[ok], f[ok]
+                counts = np.fromiter(map(len, sets), np.int64, len(sets))
+                extras = self.extras(state, m[:, walk.LINK_FP].tolist(),
+                                     m[:, walk.NETWORK_FP].tolist(),
+                                     f[:, walk.WORST_LATENCY].tolist())
+                rows = _rows(m, f, counts if taken else counts[ok], info.header, payload_bytes,
+                             extras)
+                if taken and hi - lo == len(part):
+                    out[lo:hi] = rows
+                else:
+                    for i, row in zip(np.asarray(part)[ok].tolist(), rows, strict=True):
+                        out[i] = row
         return out
 
     def delivery(self, state: ControlState, notification: Notification,
@@ -267,7 +266,7 @@ class ContentFastPath(KernelChoice):
         if not self._takes(pub, receivers, notification):
             return None
         got = self._run(state, [pub], [receivers], [notification], detail=True)
-        if got is None or got[1][0][walk.ERROR] != walk.OK:
+        if got is None or got[1][0, walk.ERROR] != walk.OK:
             return None
         _, m, _ = got
         encoding = self.encode(self.topology, state, notification, receivers, payload)
@@ -275,7 +274,7 @@ class ContentFastPath(KernelChoice):
         frame = encoding.packets[0].frame_bytes
         names, n_sw = self.arrays.names, self.arrays.n_switches
         trace, trace_t = self._trace
-        nc = m[0][walk.CROSSINGS]
+        nc = int(m[0, walk.CROSSINGS])
         src, dst, look = trace[:, :nc].tolist()
         times = trace_t[:nc].tolist()
         for u, v, lk, t in zip(src, dst, look, times, strict=True):
@@ -290,7 +289,7 @@ class ContentFastPath(KernelChoice):
             else:
                 out.delivered[name] = out.delivered.get(name, 0) + 1
                 out.first_arrival_s.setdefault(name, t)
-        out.drops = m[0][walk.DROPS]
+        out.drops = int(m[0, walk.DROPS])
         return out
 
     # -- internals ----------------------------------------------------------------------
@@ -341,10 +340,11 @@ class ContentFastPath(KernelChoice):
             return None
         return info, program, net
 
-    def _run(self, state: ControlState, pubs: list[str], sets: list[frozenset[str]],
-             notes: list[Notification], detail: bool
-             ) -> tuple[ContentState, list[list[int]], list[list[float]]] | None:
-        """Kernel over one batch of one state: (info, int columns, float columns)."""
+    def _run(self, state: ControlState, pubs: Sequence[str], sets: Sequence[frozenset[str]],
+             notes: Sequence[Notification], detail: bool
+             ) -> tuple[ContentState, np.ndarray, np.ndarray] | None:
+        """Kernel over one batch of one state: (info, int columns, float columns), the
+        columns of :mod:`~sim.dataplanes.content_walk` (``out_m``, ``out_f``)."""
         compiled_state = self._program(state)
         if compiled_state is None:
             return None
@@ -362,24 +362,22 @@ class ContentFastPath(KernelChoice):
                         else np.zeros((len(notes), 1), np.int64))
         except Unsupported:
             return None
-        gid = arrays.gid
-        start = arrays.slot_start
-        rcv: list[int] = []
-        rcv_start = [0]
-        for rs in sets:
-            rcv.extend(map(gid.__getitem__, rs))
-            rcv_start.append(len(rcv))
+        # publishers and receivers by node index, without a Python step per notification
         i64 = np.int64
-        note_args = (np.array([gid[p] for p in pubs], i64),
-                     np.array([start[gid[p]] for p in pubs], i64), keys, net_keys,
-                     fam.hashes(info, values), np.array(rcv, i64), np.array(rcv_start, i64))
-        d = self.delays
         nb = len(pubs)
+        index = arrays.gid.__getitem__
+        pub_ids = np.fromiter(map(index, pubs), i64, nb)
+        rcv_start = np.zeros(nb + 1, i64)
+        np.cumsum(np.fromiter(map(len, sets), i64, nb), out=rcv_start[1:])
+        rcv = np.fromiter(map(index, chain.from_iterable(sets)), i64, int(rcv_start[-1]))
+        note_args = (pub_ids, arrays.slot_start[pub_ids], keys, net_keys,
+                     fam.hashes(info, values), rcv, rcv_start)
+        d = self.delays
         while True:
             out_m = np.zeros((nb, walk.N_COLUMNS), i64)
             out_f = np.zeros((nb, 2), np.float64)
             trace, trace_t = self._trace_buffers(self._cap if detail else 0)
-            self._kernel(arrays.kernel_args(), self._tree, program.rules, program.actions,
+            self._kernel(arrays.kernel_args(), self.tree_parent, program.rules, program.actions,
                          program.camus, program.bdd, net, info.latency_us, note_args,
                          (d.feed_in_s, d.switch_s, d.pass_s), int(self.walked), out_m, out_f,
                          int(detail), trace, trace_t, *self._work)
@@ -388,24 +386,33 @@ class ContentFastPath(KernelChoice):
                 break
             self._cap *= 4  # a walk longer than a tree's: more room, once or twice
             self._work = walk.work_arrays(len(arrays.names), arrays.n_slots, self._cap)
-        return info, out_m.tolist(), out_f.tolist()
+        return info, out_m, out_f
 
     def _trace_buffers(self, cap: int) -> tuple[np.ndarray, np.ndarray]:
         self._trace = (np.zeros((3, cap), np.int64), np.zeros(cap, np.float64))
         return self._trace
 
 
-def _row(m: list[int], f: list[float], n_receivers: int, packets: int, entries: int,
-         header_bytes: int, frame: int, extra: Any) -> dict[str, Any]:
-    """One notification's row metrics from the kernel's columns."""
-    got = m[walk.DELIVERED_RECEIVERS]
-    return {
-        "delivered": m[walk.DELIVERED], "false_positives": m[walk.DELIVERED] - got,
-        "false_negatives": n_receivers - got, "duplicates": m[walk.DUPLICATES],
+def _rows(m: np.ndarray, f: np.ndarray, n_receivers: np.ndarray, header: tuple[int, int, int],
+          payload_bytes: int, extras: list[Any]) -> list[dict[str, Any]]:
+    """The row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`, then ``extra``) of
+    notifications from the kernel's columns (``m``, ``f``: their rows of ``out_m``,
+    ``out_f``), their receiver counts and extra metrics, one state's ``header``, column
+    by column."""
+    packets, entries, header_bytes = header
+    frame = ETH_HEADER_BYTES + header_bytes + payload_bytes
+    delivered = m[:, walk.DELIVERED]
+    got = m[:, walk.DELIVERED_RECEIVERS]
+    frames = m[:, walk.FRAMES]
+    columns = zip(delivered.tolist(), (delivered - got).tolist(), (n_receivers - got).tolist(),
+                  m[:, walk.DUPLICATES].tolist(), frames.tolist(), (frames * frame).tolist(),
+                  m[:, walk.PASSES].tolist(), m[:, walk.LOOKUPS].tolist(),
+                  m[:, walk.MAX_PASSES].tolist(), (f[:, walk.WORST_ARRIVAL] * 1e3).tolist(),
+                  m[:, walk.WASTE].tolist(), extras, strict=True)
+    return [{
+        "delivered": d, "false_positives": fp, "false_negatives": fn, "duplicates": dup,
         "header_entries": entries, "header_bytes": header_bytes, "packets_sent": packets,
-        "frames": m[walk.FRAMES], "bytes": m[walk.FRAMES] * frame,
-        "passes": m[walk.PASSES], "recirculations": 0, "lookups": m[walk.LOOKUPS],
-        "circulations_simplified": 0, "max_switch_passes": m[walk.MAX_PASSES],
-        "delay_worst_ms": f[walk.WORST_ARRIVAL] * 1e3, "link_false_positives": m[walk.WASTE],
-        "extra": extra,
-    }
+        "frames": fr, "bytes": by, "passes": ps, "recirculations": 0, "lookups": lk,
+        "circulations_simplified": 0, "max_switch_passes": mp, "delay_worst_ms": ms,
+        "link_false_positives": w, "extra": x,
+    } for d, fp, fn, dup, fr, by, ps, lk, mp, ms, w, x in columns]

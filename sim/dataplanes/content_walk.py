@@ -12,7 +12,7 @@ same order of copies, the same floating-point operations for arrival times
 ``1 * feed_in_s`` plus its link), so every count and every first arrival is
 the reference's.
 
-A switch's decision (:func:`_decide`) by kind:
+A switch's decision by kind:
 
 0. one table, one lookup: the first rule of the ingress port's segment
    whose fields all match (``lo <= key <= hi`` and ``key & mask == value``),
@@ -67,6 +67,18 @@ WORST_ARRIVAL, WORST_LATENCY = 0, 1
 OK, BAD_ACTION, NO_SUCH_PORT, TOO_MANY_FRAMES = 0, 1, 2, 3
 
 
+def _first_at_least(a: np.ndarray, lo: int, hi: int, x: int) -> int:
+    """The first index of sorted ``a[lo:hi]`` whose value is at least ``x`` (``hi``: none):
+    ``lo + np.searchsorted(a[lo:hi], x)`` without the slice (a view costs reference counts)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _first_rule(g: int, seg_start: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                 msk: np.ndarray, val: np.ndarray, keys: np.ndarray, b: int) -> int:
     """The first rule of segment ``g`` matching ``keys[b]`` (-1: none, or ``g`` < 0)."""
@@ -85,14 +97,19 @@ def _first_rule(g: int, seg_start: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     return -1
 
 
-def _bdd(v: int, keys: np.ndarray, b: int, bdd: tuple) -> tuple[int, int]:  # type: ignore[type-arg]
+def _bdd(v: int, keys: np.ndarray, b: int, nf_of: np.ndarray, fstart: np.ndarray,
+         fpos: np.ndarray, ex_span: np.ndarray, ex_st: np.ndarray, ex_val: np.ndarray,
+         ex_next: np.ndarray, rg_span: np.ndarray, rg_st: np.ndarray, rg_lo: np.ndarray,
+         rg_hi: np.ndarray, rg_next: np.ndarray, ms_span: np.ndarray, ms_st: np.ndarray,
+         ms_next: np.ndarray, nst_of: np.ndarray, leaf_base: np.ndarray,
+         leaf_act: np.ndarray) -> tuple[int, int]:
     """Camus's field tables then its action table at switch ``v``: (action, lookups).
 
-    Each table's rows of one (switch, field) are ``[span[fi], span[fi + 1])`` of its
-    arrays, sorted by state (exact rows then by value; stably, so the first of equal
-    keys is the one a lookup returns)."""
-    (nf_of, fstart, fpos, ex_span, ex_st, ex_val, ex_next, rg_span, rg_st, rg_lo, rg_hi,
-     rg_next, ms_span, ms_st, ms_next, nst_of, leaf_base, leaf_act) = bdd
+    The arrays are :class:`~sim.dataplanes.content_program.Program`'s ``bdd`` tuple,
+    passed one by one (the kernel unpacks its tuples once: unpacking one in the walk
+    costs a reference count per array and frame). Each table's rows of one (switch,
+    field) are ``[span[fi], span[fi + 1])`` of its arrays, sorted by state (exact rows
+    then by value; stably, so the first of equal keys is the one a lookup returns)."""
     state = 0
     lookups = 0
     for j in range(nf_of[v]):
@@ -101,15 +118,15 @@ def _bdd(v: int, keys: np.ndarray, b: int, bdd: tuple) -> tuple[int, int]:  # ty
         nxt = -1
         lookups += 1  # exact: the first row of (state, key)
         e0, e1 = ex_span[fi], ex_span[fi + 1]
-        a = e0 + np.searchsorted(ex_st[e0:e1], state)
-        z = e0 + np.searchsorted(ex_st[e0:e1], state, "right")
-        a += np.searchsorted(ex_val[a:z], key)
+        a = _first_at_least(ex_st, e0, e1, state)
+        z = _first_at_least(ex_st, a, e1, state + 1)
+        a = _first_at_least(ex_val, a, z, key)
         if a < z and ex_val[a] == key:
             nxt = ex_next[a]
         if nxt < 0:  # range: the first row of the state containing key
             lookups += 1
             e0, e1 = rg_span[fi], rg_span[fi + 1]
-            a = e0 + np.searchsorted(rg_st[e0:e1], state)
+            a = _first_at_least(rg_st, e0, e1, state)
             while a < e1 and rg_st[a] == state:
                 if rg_lo[a] <= key <= rg_hi[a]:
                     nxt = rg_next[a]
@@ -118,7 +135,7 @@ def _bdd(v: int, keys: np.ndarray, b: int, bdd: tuple) -> tuple[int, int]:  # ty
         if nxt < 0:  # miss: the state's first row
             lookups += 1
             e0, e1 = ms_span[fi], ms_span[fi + 1]
-            a = e0 + np.searchsorted(ms_st[e0:e1], state)
+            a = _first_at_least(ms_st, e0, e1, state)
             if a < e1 and ms_st[a] == state:
                 nxt = ms_next[a]
         if nxt >= 0:
@@ -129,20 +146,8 @@ def _bdd(v: int, keys: np.ndarray, b: int, bdd: tuple) -> tuple[int, int]:  # ty
     return leaf_act[leaf_base[v] + state], lookups
 
 
-def _decide(v: int, insl: int, keys: np.ndarray, b: int, rules: tuple,  # type: ignore[type-arg]
-            bdd: tuple) -> tuple[int, int]:  # type: ignore[type-arg]
-    """The action a frame arriving at switch ``v`` through slot ``insl`` runs, and the
-    lookups it took (without Camus's up-port lookup)."""
-    kind, seg, seg_start, lo, hi, msk, val, r_act = rules
-    k = kind[v]
-    if k == 2:
-        a, lookups = _bdd(v, keys, b, bdd)
-        return a, lookups + 1  # port_role
-    r = _first_rule(seg[insl], seg_start, lo, hi, msk, val, keys, b)
-    return (r_act[r] if r >= 0 else -1), (1 if k == 0 else 2)
-
-
-def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ignore[type-arg]
+def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[type-arg]
+                acts: tuple,  # type: ignore[type-arg]
                 camus: tuple, bdd: tuple, net: tuple, lat: np.ndarray,  # type: ignore[type-arg]
                 notes: tuple, delays: tuple, walked: int, out_m: np.ndarray,  # type: ignore[type-arg]
                 out_f: np.ndarray, detail: int, trace: np.ndarray, trace_t: np.ndarray,
@@ -158,9 +163,7 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
         link, the link's delay and the node's first slot towards the same neighbour
         (links are node pairs, as in ``Delivery.links``); ``port_slot[node, port]``
         (-1: no such port).
-    tree : (parent, tin, tout)
-        The routing tree over all nodes (-1 at the root; preorder interval ``[tin,
-        tout)`` of each node's subtree).
+    parent : the routing tree over all nodes, each node's parent (-1 at the root).
     rules, acts, camus, bdd : the installed tables compiled by
         :class:`sim.dataplanes.content_program.Program` (its ``kernel_args``).
     net : (on, seg, seg_start, lo, hi, mask, value, r_act, act_start, act_port)
@@ -181,7 +184,11 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
     """
     (n_switches, slot_node, slot_port, slot_nb, slot_back, slot_delay, slot_pair,
      port_slot) = topo
-    parent, tin, tout = tree
+    # every tuple unpacked here, once (unpacking one in the loops below would count
+    # references to each of its arrays at every frame)
+    kind, seg, seg_start, lo, hi, msk, val, r_act = rules
+    (nf_of, fstart, fpos, ex_span, ex_st, ex_val, ex_next, rg_span, rg_st, rg_lo, rg_hi,
+     rg_next, ms_span, ms_st, ms_next, nst_of, leaf_base, leaf_act) = bdd
     act_start, act_port, act_up, act_bad = acts
     came_down, ecmp_start, ecmp_port = camus
     (net_on, n_seg, n_seg_start, n_lo, n_hi, n_msk, n_val, n_act, n_act_start,
@@ -190,8 +197,8 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
     feed_s, switch_s, pass_s = delays
     delivered, is_rcv, visits, useful, stamp = (scratch[0], scratch[1], scratch[2],
                                                 scratch[3], scratch[4])
-    toward, marked, stack, rtins, net_list = (scratch[5], scratch[6], scratch[7], scratch[8],
-                                              scratch[9])
+    toward, marked, stack, pred, net_list = (scratch[5], scratch[6], scratch[7], scratch[8],
+                                             scratch[9])
     first_t, acc = scratch_f[0], scratch_f[1]
     c_src, c_dst, c_slot, c_par, c_look, c_good = (cross[0], cross[1], cross[2], cross[3],
                                                    cross[4], cross[5])
@@ -240,7 +247,15 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
             visits[v] += 1
             if visits[v] > max_passes:
                 max_passes = visits[v]
-            a, lk = _decide(v, insl, keys, b, rules, bdd)
+            if kind[v] == 2:
+                a, lk = _bdd(v, keys, b, nf_of, fstart, fpos, ex_span, ex_st, ex_val, ex_next,
+                             rg_span, rg_st, rg_lo, rg_hi, rg_next, ms_span, ms_st, ms_next,
+                             nst_of, leaf_base, leaf_act)
+                lk += 1  # port_role
+            else:
+                r = _first_rule(seg[insl], seg_start, lo, hi, msk, val, keys, b)
+                a = r_act[r] if r >= 0 else -1
+                lk = 1 if kind[v] == 0 else 2
             if a >= 0 and act_bad[a]:
                 err = BAD_ACTION
                 break
@@ -281,7 +296,6 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
                 break
             if emitted == 0:
                 drops += 1
-        m = out_m[b]
         if err == OK:
             # -- generic link waste: the nodes from which a receiver is reached
             for k in range(nc):
@@ -299,6 +313,35 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
             for k in range(nc):
                 if not useful[c_dst[k]] and c_src[k] != pub:
                     waste += 1
+            # -- the worst receiver's summed lookup latency, in path order from the publisher;
+            # marks the tree paths from the publisher to the receivers on the way (stamp 1,
+            # ``pred``: the node before on the path)
+            x = pub
+            while x >= 0:  # the publisher's ancestors point back towards it
+                stamp[x] = 2
+                y = parent[x]
+                if y >= 0:
+                    toward[y] = x
+                x = y
+            acc[pub] = 0.0
+            stamp[pub] = 1
+            worst_lat = 0.0
+            for j in range(r0, r1):
+                x = rcv[j]
+                top = 0
+                while stamp[x] != 1:
+                    stack[top] = x
+                    top += 1
+                    x = toward[x] if stamp[x] == 2 else parent[x]
+                while top > 0:
+                    top -= 1
+                    y = stack[top]
+                    acc[y] = acc[x] + lat[y] if y < n_switches else acc[x]
+                    stamp[y] = 1
+                    pred[y] = x
+                    x = y
+                if acc[rcv[j]] > worst_lat:
+                    worst_lat = acc[rcv[j]]
             # -- the content filters' link false positives
             link_fp = 0
             if walked:  # crossings from which no receiver was reached
@@ -312,24 +355,11 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
                 for k in range(nc):
                     if c_good[k] == 0:
                         link_fp += 1
-            else:  # frames off the tree paths from the publisher to the receivers
-                nr = r1 - r0
-                for j in range(nr):
-                    rtins[j] = tin[rcv[r0 + j]]
-                rs = np.sort(rtins[:nr])
+            else:  # frames off the tree paths from the publisher to the receivers: a
+                # crossing u -> v is on one iff v is marked with u before it
                 for k in range(1, nc):  # the publisher's access link is always needed
-                    u = c_src[k]
                     v = c_dst[k]
-                    need = False
-                    if parent[v] == u:  # down: a receiver below v, the publisher not
-                        if not tin[v] <= tin[pub] < tout[v]:
-                            inside = np.searchsorted(rs, tout[v]) - np.searchsorted(rs, tin[v])
-                            need = inside > 0
-                    elif parent[u] == v:  # up: the publisher below u, a receiver not
-                        if tin[u] <= tin[pub] < tout[u]:
-                            inside = np.searchsorted(rs, tout[u]) - np.searchsorted(rs, tin[u])
-                            need = nr - inside > 0
-                    if not need:
+                    if not (stamp[v] == 1 and v != pub and pred[v] == c_src[k]):
                         link_fp += 1
             # -- network false positives: frames on links the reference flows do not cross
             network_fp = link_fp
@@ -343,8 +373,15 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
                     top -= 1
                     insl = stack[top]
                     sw = slot_node[insl]
-                    r = _first_rule(n_seg[insl], n_seg_start, n_lo, n_hi, n_msk, n_val,
-                                    net_keys, b)
+                    r = -1  # the first reference flow matching (one field)
+                    g = n_seg[insl]
+                    if g >= 0:
+                        nk = net_keys[b, 0]
+                        for q in range(n_seg_start[g], n_seg_start[g + 1]):
+                            if (n_lo[q, 0] <= nk <= n_hi[q, 0]
+                                    and (nk & n_msk[q, 0]) == n_val[q, 0]):
+                                r = q
+                                break
                     if r < 0:
                         continue
                     a = n_act[r]
@@ -376,32 +413,7 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
                         network_fp += 1
                 for j in range(nm):
                     marked[net_list[j]] = 0
-            # -- the worst receiver's summed lookup latency, in path order from the publisher
-            x = pub
-            while x >= 0:  # the publisher's ancestors point back towards it
-                stamp[x] = 2
-                y = parent[x]
-                if y >= 0:
-                    toward[y] = x
-                x = y
-            acc[pub] = 0.0
-            stamp[pub] = 1
-            worst_lat = 0.0
-            for j in range(r0, r1):
-                x = rcv[j]
-                top = 0
-                while stamp[x] != 1:
-                    stack[top] = x
-                    top += 1
-                    x = toward[x] if stamp[x] == 2 else parent[x]
-                while top > 0:
-                    top -= 1
-                    y = stack[top]
-                    acc[y] = acc[x] + lat[y] if y < n_switches else acc[x]
-                    stamp[y] = 1
-                    x = y
-                if acc[rcv[j]] > worst_lat:
-                    worst_lat = acc[rcv[j]]
+            # -- leave the marks as they were found
             x = pub
             while x >= 0:
                 stamp[x] = 0
@@ -412,19 +424,19 @@ def walk_kernel(topo: tuple, tree: tuple, rules: tuple, acts: tuple,  # type: ig
                     stamp[x] = 0
                     x = parent[x]
             out_f[b, WORST_LATENCY] = worst_lat
-            m[WASTE] = waste
-            m[LINK_FP] = link_fp
-            m[NETWORK_FP] = network_fp
-        m[ERROR] = err
-        m[CROSSINGS] = nc
-        m[FRAMES] = nc
-        m[PASSES] = passes
-        m[LOOKUPS] = lookups
-        m[MAX_PASSES] = max_passes
-        m[DELIVERED] = n_delivered
-        m[DELIVERED_RECEIVERS] = got
-        m[DUPLICATES] = dups
-        m[DROPS] = drops
+            out_m[b, WASTE] = waste
+            out_m[b, LINK_FP] = link_fp
+            out_m[b, NETWORK_FP] = network_fp
+        out_m[b, ERROR] = err
+        out_m[b, CROSSINGS] = nc
+        out_m[b, FRAMES] = nc
+        out_m[b, PASSES] = passes
+        out_m[b, LOOKUPS] = lookups
+        out_m[b, MAX_PASSES] = max_passes
+        out_m[b, DELIVERED] = n_delivered
+        out_m[b, DELIVERED_RECEIVERS] = got
+        out_m[b, DUPLICATES] = dups
+        out_m[b, DROPS] = drops
         out_f[b, WORST_ARRIVAL] = worst if got else 0.0
         if detail:
             for k in range(nc):
@@ -456,7 +468,7 @@ def work_arrays(n_nodes: int, n_slots: int, cap: int) -> tuple[np.ndarray, np.nd
 
 
 #: The kernel's helpers, callees first (compiled into it).
-_HELPERS = ("_first_rule", "_bdd", "_decide")
+_HELPERS = ("_first_at_least", "_first_rule", "_bdd")
 
 
 def jit_kernel() -> Callable[..., Any] | None:

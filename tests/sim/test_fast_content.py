@@ -350,3 +350,47 @@ def test_dz_keys_are_the_encoders_addresses(dims, bits, dz_bits, family, seed):
         assert key.addresses(values).tolist() == [dz_to_ipv6(z)[0] >> 65 for z in dz]
     if length <= 62:
         assert key.dz_values(values).tolist() == [int(z, 2) if z else 0 for z in dz]
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(-5, 5), max_size=12), x=st.integers(-7, 7),
+       cut=st.tuples(st.integers(0, 12), st.integers(0, 12)))
+def test_first_at_least_is_searchsorted(values, x, cut):
+    """The walk's binary search (Camus's BDD tables) is ``lo + np.searchsorted(a[lo:hi], x)``,
+    both sides (``side="right"`` as the first value at least ``x + 1``)."""
+    from sim.dataplanes.content_walk import _first_at_least
+
+    a = np.asarray(sorted(values), np.int64)
+    lo, hi = min(cut[0], len(a)), min(cut[1], len(a))
+    lo, hi = min(lo, hi), max(lo, hi)
+    assert _first_at_least(a, lo, hi, x) == lo + int(np.searchsorted(a[lo:hi], x))
+    assert _first_at_least(a, lo, hi, x + 1) == lo + int(np.searchsorted(a[lo:hi], x, "right"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3),
+                               st.sampled_from([0.0, 1.5, 2.25])), max_size=12),
+       cuts=st.lists(st.integers(0, 12), max_size=4))
+def test_row_extras_are_row_extra_in_order(rows, cuts):
+    """A state's extra metrics for a batch of rows (the fast path's one call per batch) are
+    those of :meth:`StateRecord.row_extra` row by row: the first row served by the state
+    gets the controller's wall time and the deployment peak, wherever batches split."""
+    from strategies.base import ExtraMetrics
+    from strategies.content_filter import StateRecord
+
+    def record() -> StateRecord:
+        return StateRecord(content=None, extra=ExtraMetrics(flows_max=7),  # type: ignore[arg-type]
+                           wall_ms=3.5, peak=11)
+
+    one = record()
+    want = [one.row_extra(*r) for r in rows]
+    batched = record()
+    got: list[Any] = []
+    bounds = sorted({0, len(rows), *(min(c, len(rows)) for c in cuts)})
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        part = rows[a:b]
+        got += batched.row_extras([r[0] for r in part], [r[1] for r in part],
+                                  [r[2] for r in part])
+    assert got == want
+    assert all(e.controller_wall_ms == (3.5 if i == 0 else 0.0) for i, e in enumerate(got))
+    assert all(e.flows_peak == (11 if i == 0 else 0) for i, e in enumerate(got))

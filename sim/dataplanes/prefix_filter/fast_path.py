@@ -67,10 +67,10 @@ class DzKey:
 
     def bits(self, values: np.ndarray, count: int, width: int) -> np.ndarray:
         """The first ``count`` dz bits of each event as the top of a ``width``-bit integer."""
-        out = np.zeros(len(values), np.int64)
-        for j, (attr, shift) in enumerate(self.plan[:count]):
-            out |= ((values[:, attr] >> shift) & 1) << (width - 1 - j)
-        return out
+        plan = np.array(self.plan[:count], np.int64).reshape(-1, 2)
+        place = width - 1 - np.arange(len(plan), dtype=np.int64)
+        picked = ((values[:, plan[:, 0]] >> plan[:, 1]) & 1) << place
+        return np.bitwise_or.reduce(picked, axis=1, dtype=np.int64)  # type: ignore[no-any-return]
 
     def addresses(self, values: np.ndarray) -> np.ndarray:
         """The destination of each event (IPv6: its top 63 bits)."""
