@@ -227,8 +227,10 @@ class Caches:
         configurations per-notification group installs made on that base
         (:class:`~sim.dataplanes.derived_configs.DerivedConfigs`: ``multicast``'s
         tree switches, :mod:`strategies.l2.tree_groups`; ``bier``'s local
-        groups, :mod:`strategies.bier.bift`): installs that give a switch equal
-        rules share one object. One entry per base (strategy and topology).
+        groups, :mod:`strategies.bier.bift`; ``tree``'s stored tree of one
+        receiver set, :func:`strategies.virtual_tree.stored_trees.one_tree_state`):
+        installs that give a switch equal rules share one object. One entry per
+        base (strategy and topology).
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim.dataplanes.trees import hop_distances
+from sim.dataplanes.weighted_draws import choice_one
 from topologies.model import Topology
 
 
@@ -55,7 +56,7 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, max_iter: int =
     d2 = ((points - centroids[0]) ** 2).sum(axis=1)
     for _ in range(1, k):
         total = d2.sum()
-        nxt = int(rng.choice(n, p=d2 / total)) if total > 0 else int(rng.integers(n))
+        nxt = choice_one(rng, d2 / total) if total > 0 else int(rng.integers(n))  # rng.choice(n, p)
         centroids.append(points[nxt])
         d2 = np.minimum(d2, ((points - points[nxt]) ** 2).sum(axis=1))
     cent = np.array(centroids, dtype=float)

@@ -75,6 +75,7 @@ import numpy as np
 from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.switch_clusters import ClientClusters, client_clusters
 from sim.dataplanes.trees import hop_distances
+from sim.dataplanes.weighted_draws import choice_without_replacement
 from sim.workloads.receivers import Population, PopulationBase, register_receiver_model
 from strategies.virtual_tree.client_view import ControllerView
 from topologies.model import Topology
@@ -329,8 +330,8 @@ def _draw(hosts: list[str], w: np.ndarray, k: int, exclude: set[str],
     if k == 0:
         return []
     p = w[idx] / w[idx].sum()
-    picks = rng.choice(len(idx), size=k, replace=False, p=p)
-    return [hosts[idx[int(i)]] for i in picks]
+    picks = choice_without_replacement(rng, p, k)  # rng.choice(len(idx), k, replace=False, p=p)
+    return [hosts[idx[i]] for i in picks]
 
 
 def _rng_key(rng: np.random.Generator) -> tuple[Any, ...] | None:

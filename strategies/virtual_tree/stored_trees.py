@@ -17,6 +17,20 @@ installs (the same child ports under the same tree id) gets the same
 configuration object, which control-write counting and the data-plane
 memos skip.
 
+:func:`one_tree_state` builds the state of a single shortest-path tree (what
+``tree`` installs per notification in a receiver-scoped cell) without the
+tree, the rule objects or the builder: the child ports of each tree switch
+come from the root's cached breadth-first parents
+(:func:`strategies.l2.tree_groups.tree_child_ports`) and each tree switch's
+configuration from a cache keyed by its base configuration and ports
+(``caches.group_configs``, :class:`~sim.dataplanes.derived_configs.DerivedConfigs`),
+made on a miss as :meth:`StoredTrees.state`'s builder makes it (a
+:class:`~sim.dataplanes.derived_configs.ConfigExtension`, marked with its
+writes from the base configuration); the state is
+:func:`~sim.dataplanes.control_state.derived_state` of the base, so totals and
+control writes look at the tree switches only. It equals
+:meth:`StoredTrees.state` of the same tree (``tests/strategies/test_stored_trees.py``).
+
 References
 ----------
 Seed 000 §4.2.3, §4.3.2 (Figs. 4.4-4.6); digest ch. 1-4 §3.8-3.9.
@@ -30,12 +44,21 @@ from sim.dataplanes.caches import Identity, Store
 from sim.dataplanes.control_state import (
     EMPTY_SWITCH,
     ControlState,
+    MulticastGroup,
     StateBuilder,
+    SwitchConfig,
     TableEntry,
+    derived_state,
 )
+from sim.dataplanes.derived_configs import ConfigExtension, DerivedConfigs, derived_configs
 from sim.dataplanes.trees import Tree
 from sim.dataplanes.virtual_tree.codec import LabelFormat
-from sim.dataplanes.virtual_tree.reference import tree_group_entry, tree_ports_entry
+from sim.dataplanes.virtual_tree.reference import (
+    CHECK_TREE,
+    tree_group_entry,
+    tree_ports_entry,
+)
+from strategies.l2.tree_groups import tree_child_ports
 from topologies.model import Topology
 
 
@@ -107,3 +130,62 @@ class StoredTrees:
                 config = configs.put(key, builder.build((sw,)).switches[sw])
             switches[sw] = config
         return ControlState(switches=switches, publisher_info=publisher_info)
+
+
+def one_tree_state(topology: Topology, fmt: LabelFormat, variant: str, base: ControlState,
+                   root: str, receivers: frozenset[str], tree_id: int,
+                   configs: Store[tuple[Any, ...], Any], publisher_info: dict[str, Any]
+                   ) -> ControlState:
+    """``StoredTrees(topology, fmt, variant)`` holding ``shortest_path_tree(topology, root,
+    receivers)`` under ``tree_id``, as :meth:`StoredTrees.state` on ``base`` (see the
+    module docstring); ``configs``: the store of the per-base configuration caches.
+
+    ``base`` must hold every switch of ``topology`` in topology order (a
+    :meth:`~strategies.base.Strategy.base_state`).
+
+    Raises
+    ------
+    FieldRangeError
+        If the tree id or a port does not fit the label format (as :meth:`StoredTrees.add`).
+    KeyError
+        If a receiver's switch cannot be reached from ``root`` (as the tree does).
+    ValueError
+        If a tree switch's base configuration has ``check_tree`` rules or the group
+        (:class:`~sim.dataplanes.derived_configs.ConfigExtension`).
+    """
+    made = derived_configs(base, configs)
+    kept_of = made.kept
+    changed = {}
+    for sw, ports in tree_child_ports(topology, root, receivers).items():
+        kept = kept_of[sw]
+        key = ("vt stored tree", kept, tree_id, *ports)
+        config = made.get(key)
+        if config is None:
+            config = made.put(key, _tree_config(made, fmt, variant, kept, tree_id, ports))
+        changed[sw] = config
+    return derived_state(base, changed, publisher_info)
+
+
+def _tree_config(made: DerivedConfigs, fmt: LabelFormat, variant: str, kept: Identity,
+                 tree_id: int, ports: list[int]) -> SwitchConfig:
+    """Base configuration ``kept`` plus one stored tree's rule (and group), as a
+    :class:`StateBuilder` on it adds them (:meth:`StoredTrees.state`), made through a
+    :class:`~sim.dataplanes.derived_configs.ConfigExtension` (marked with its writes
+    from ``kept``).
+
+    Raises
+    ------
+    ValueError
+        If ``kept`` has ``check_tree`` rules or the group already (``tree``'s base
+        rules have neither).
+    """
+    if variant != "mcgroup":
+        entry = tree_ports_entry(fmt, tree_id, ports)
+        return ConfigExtension(kept.obj, {CHECK_TREE: (entry,)}).config({})  # type: ignore[arg-type]
+    key = ("vt stored tree rule", kept, tree_id)
+    extension = made.get(key)
+    if extension is None:
+        extension = made.put(key, ConfigExtension(
+            kept.obj, {CHECK_TREE: (tree_group_entry(fmt, tree_id, tree_id),)}))  # type: ignore[arg-type]
+    return extension.config(  # type: ignore[no-any-return]
+        {tree_id: MulticastGroup(tree_id, tuple((p, 1) for p in ports))})

@@ -58,7 +58,7 @@ from strategies.virtual_tree.labels import (
     tree_key,
     validate_label_params,
 )
-from strategies.virtual_tree.stored_trees import StoredTrees
+from strategies.virtual_tree.stored_trees import StoredTrees, one_tree_state
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -104,8 +104,25 @@ class StoredTree(VirtualTreeModel, Strategy):
                 install_port_rules(builder, topology, sw, fmt, hops=False, stops=False)
 
     def install(self, topology: Topology, knowledge: Knowledge) -> ControlState:
+        """:meth:`install_reference`; the shortest-path tree of a single receiver set
+        (what a receiver-scoped cell installs per notification) built directly
+        (:func:`~strategies.virtual_tree.stored_trees.one_tree_state`, the same state)."""
+        single = [(pub, receivers) for pub in knowledge.publishers
+                  for receivers in knowledge.receiver_sets[pub]]
+        if self.params.tree != "spt" or len(single) != 1 or not single[0][1]:
+            return self.install_reference(topology, knowledge)
+        ((pub, receivers),) = single
+        check_receivers(pub, receivers)
+        fmt = self.fmt
+        tree_label(fmt, 1)  # raises if the id does not fit
+        return one_tree_state(topology, fmt, self.params.variant, self.base_state(topology),
+                              topology.host_switch(pub), receivers, 1,
+                              self.caches.group_configs, {"trees": {tree_key(pub, receivers): 1}})
+
+    def install_reference(self, topology: Topology, knowledge: Knowledge) -> ControlState:
         """One stored tree per known receiver set on :meth:`base_rules` (configurations
-        of equal rules shared, :mod:`~strategies.virtual_tree.stored_trees`)."""
+        of equal rules shared, :mod:`~strategies.virtual_tree.stored_trees`): the
+        definition."""
         fmt = self.fmt
         params: TreeParams = self.params
         rules = StoredTrees(topology, fmt, params.variant)

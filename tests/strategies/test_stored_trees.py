@@ -15,12 +15,23 @@ Seed 000 §4.2.3, §4.3.2; digest ch. 1-4 §3.8-3.9.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.dataplanes.control_state import ControlState, StateBuilder, count_writes, diff
+from sim.dataplanes.control_state import (
+    ControlState,
+    StateBuilder,
+    count_writes,
+    derived_from,
+    diff,
+)
+from sim.dataplanes.derived_configs import derived_configs
+from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.trees import shortest_path_tree, steiner_tree
+from sim.dataplanes.virtual_tree.codec import FieldRangeError
 from sim.dataplanes.virtual_tree.reference import tree_group_entry, tree_ports_entry
+from sim.engines.static import run_notification
 from strategies.base import Knowledge, make_strategy
 from strategies.virtual_tree.hybrid import choose_stable, parse_ratio, stored_tree
 from strategies.virtual_tree.labels import tree_key
@@ -116,3 +127,76 @@ def test_stored_tree_ids_read_back_only_what_tree_key_finds():
     assert ids[("h1", frozenset({"h2", "h3"}))] == 1
     for (pub, receivers), tree_id in ids.items():
         assert keys[tree_key(pub, receivers)] == tree_id
+
+
+@st.composite
+def single_sets(draw, max_switches: int = 14):
+    """(topology, [(publisher, receivers), ...]) with repeats, so configurations are shared."""
+    n = draw(st.integers(1, max_switches))
+    topo = random_topology(n, draw(st.integers(0, n)), draw(st.integers(0, 2**16)),
+                           hosts=draw(st.integers(1, 3)))
+    pub = st.sampled_from(topo.hosts)
+    sets = draw(st.lists(pub.flatmap(lambda p: st.tuples(st.just(p), st.frozensets(
+        st.sampled_from(topo.hosts).filter(lambda h: h != p), min_size=1))),
+        min_size=1, max_size=6))
+    picks = draw(st.lists(st.integers(0, len(sets) - 1), min_size=1, max_size=10))
+    return topo, [sets[k] for k in picks]
+
+
+def _walk(topo, strategy, state, note, receivers):
+    """The static engine's delivery, or the error it raises (a port outside the bitmask)."""
+    try:
+        return run_notification(topo, strategy, state, note, receivers, payload_for(note, 8))
+    except FieldRangeError as e:
+        return str(e)
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=single_sets(), variant=st.sampled_from(["bitmask", "mcgroup"]),
+       bitmask_bits=st.sampled_from([3, 64]), limit=st.sampled_from([2, 1 << 14]))
+def test_single_tree_install_equals_the_reference(case, variant, bitmask_bits, limit):
+    """``tree``'s install of one receiver set (:func:`one_tree_state`) is
+    ``install_reference``'s state, with its totals, data-plane walk and control writes
+    (against the previous install, both ways); a port outside the bitmask raises the
+    same error. ``limit``: configurations kept (2: forgotten all the time)."""
+    topo, sets = case
+    params = {"variant": variant, "bitmask_bits": bitmask_bits}
+    fast, ref = make_strategy("tree", params), make_strategy("tree", params)
+    try:
+        derived_configs(fast.base_state(topo), fast.caches.group_configs).limit = limit
+    except FieldRangeError:  # a switch's extract_port rules do not fit: no install does
+        pass
+    previous = None
+    for pub, receivers in sets:
+        knowledge = Knowledge.for_notification(pub, receivers)
+        try:
+            want = ref.install_reference(topo, knowledge)
+        except FieldRangeError:
+            with pytest.raises(FieldRangeError):
+                fast.install(topo, knowledge)
+            continue
+        state = fast.install(topo, knowledge)
+        assert state == want
+        assert list(state.switches) == list(want.switches)
+        assert (state.entries, state.multicast_groups) == (want.entries, want.multicast_groups)
+        note = Notification(0, pub)
+        assert _walk(topo, fast, state, note, receivers) == _walk(topo, ref, want, note, receivers)
+        if previous is not None:
+            assert count_writes(previous[0], state) == len(diff(previous[1], want))
+            assert count_writes(state, previous[0]) == len(diff(want, previous[1]))
+            assert count_writes(previous[1], state) == len(diff(previous[1], want))
+        previous = (state, want)
+
+
+def test_other_tree_installs_take_the_reference():
+    """Several receiver sets, an empty one or Steiner trees: ``install_reference``."""
+    topo = random_topology(6, 3, 7, hosts=2)
+    a, b = topo.hosts[:2], topo.hosts[2:5]
+    for params, sets in (({}, {a[0]: (frozenset(a[1:]), frozenset(b))}),
+                         ({}, {a[0]: (frozenset(),)}),
+                         ({"tree": "steiner"}, {a[0]: (frozenset(b),)})):
+        strategy = make_strategy("tree", params)
+        knowledge = Knowledge(receiver_sets=sets)
+        state = strategy.install(topo, knowledge)
+        assert state == strategy.install_reference(topo, knowledge)
+        assert derived_from(state) is None  # not the single-tree state

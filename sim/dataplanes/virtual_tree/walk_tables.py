@@ -22,7 +22,9 @@ marked so a visit declines.
 Work is shared by object identity, so a state built on another one (a
 :class:`~sim.dataplanes.control_state.StateBuilder` with a ``base`` keeps the
 switch configurations, entry tuples and session maps it did not touch) costs
-only what changed: rows are kept per state, pieces per switch configuration,
+only what changed: rows are kept per state (a state derived from a base,
+:func:`~sim.dataplanes.control_state.derived_from`, copies the base's row and
+looks up the switches it touched only), pieces per switch configuration,
 their parts per entry tuple (and ``extract_port`` tuple, group map) or session
 map, ``extract_port`` answers per ``extract_port`` tuple. The objects are held
 while their arrays are, so an identity cannot be reused; everything is
@@ -48,6 +50,7 @@ from sim.dataplanes.control_state import (
     Exact,
     SwitchConfig,
     Ternary,
+    derived_from,
 )
 from sim.dataplanes.virtual_tree.codec import FieldRangeError, LabelFormat
 from sim.dataplanes.virtual_tree.reference import (
@@ -188,6 +191,9 @@ class WalkTables:
         #: the most ports one answer sends to (sizes the kernel's clone scratch)
         self.max_outs = 0
         self._rows: dict[tuple[int, int], tuple[ControlState, Topology, int]] = {}
+        #: base states' rows as lists (the rows of states derived from them start there)
+        self._row_lists: dict[tuple[int, int], tuple[ControlState, Topology, list[int]]] = {}
+        self._switch_at: dict[int, tuple[Topology, dict[str, int]]] = {}
         self._pieces: dict[int, tuple[SwitchConfig, int]] = {}
         self._parts: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
         self._extract: dict[int, tuple[Any, Callable[[int], tuple[int, ...] | None]]] = {}
@@ -205,16 +211,47 @@ class WalkTables:
         got = self._rows.get((id(state), id(topology)))
         if got is not None and got[0] is state and got[1] is topology:
             return got[2]
-        switches = state.switches
-        cache = self._pieces
-        row = []
-        for sw in topology.switches:
-            config = switches.get(sw, EMPTY_SWITCH)
-            hit = cache.get(id(config))
-            row.append(hit[1] if hit is not None and hit[0] is config else self.piece(config))
+        base, touched = derived_from(state) or (None, frozenset())
+        if base is not None:
+            # the base's row with the touched switches' pieces: the others hold its objects
+            row = self._row_pieces(base, topology).copy()
+            at = self._positions(topology)
+            switches = state.switches
+            for sw in touched:
+                i = at.get(sw)
+                if i is not None:
+                    row[i] = self._piece_of(switches[sw])
+        else:
+            row = self._row_pieces(state, topology, keep=False)
         offset = self.pool.extend(row)
         self._rows[(id(state), id(topology))] = (state, topology, offset)
         return offset
+
+    def _row_pieces(self, state: ControlState, topology: Topology, keep: bool = True
+                    ) -> list[int]:
+        """The piece of each switch of ``topology`` in ``state`` (kept per base state)."""
+        key = (id(state), id(topology))
+        got = self._row_lists.get(key)
+        if got is not None and got[0] is state and got[1] is topology:
+            return got[2]
+        switches = state.switches
+        piece_of = self._piece_of
+        row = [piece_of(switches.get(sw, EMPTY_SWITCH)) for sw in topology.switches]
+        if keep:
+            self._row_lists[key] = (state, topology, row)
+        return row
+
+    def _piece_of(self, config: SwitchConfig) -> int:
+        hit = self._pieces.get(id(config))
+        return hit[1] if hit is not None and hit[0] is config else self.piece(config)
+
+    def _positions(self, topology: Topology) -> dict[str, int]:
+        """Switch -> its position in ``topology.switches`` (a row's order)."""
+        got = self._switch_at.get(id(topology))
+        if got is None or got[0] is not topology:
+            got = self._switch_at[id(topology)] = (
+                topology, {sw: i for i, sw in enumerate(topology.switches)})
+        return got[1]
 
     def piece(self, config: SwitchConfig) -> int:
         """Where the piece of ``config`` starts in ``tb`` (built on first use)."""
