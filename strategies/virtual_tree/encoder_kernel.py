@@ -28,6 +28,12 @@ What it does differently, none of which changes a result:
   computation.
 - The candidate order is a stable counting sort by overlap of the per-state
   order by (size descending, tree id) (:func:`tree_order`).
+- A candidate that adds the very links an earlier candidate of the same scan
+  added (no tree taken in between: the same trial) is passed over without
+  its lower bound or Steiner run: the earlier one was not taken or has been
+  bettered since, and so would this one (:func:`_seen_fresh`). Nested and
+  overlapping VTs (``vt-clusters``, ``vt-partitions``) make such repeats
+  common once the larger VT is selected.
 
 Without numba (or with ``STACKCAST_NO_JIT=1``) :data:`encode_kernel` is
 ``None`` and the encoder runs its pure-Python reference.
@@ -76,7 +82,8 @@ def tree_order(sizes: np.ndarray, tree_ids: np.ndarray) -> np.ndarray:
 
 def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.ndarray,
                 tree_parts: np.ndarray, publisher: int, receivers: np.ndarray, mode: int,
-                patience: int, prefilter: bool, prune: bool, label_spec: np.ndarray
+                patience: int, prefilter: bool, prune: bool, label_spec: np.ndarray,
+                tally: np.ndarray, unique_fresh: bool = True
                 ) -> tuple[int, np.ndarray, int, int, np.ndarray, np.ndarray]:
     """Algorithm 5.1 for one notification.
 
@@ -102,6 +109,12 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
     label_spec : numpy.ndarray
         ``[id_bits, max_id, tree kind, stop kind, hop kind]`` of the label
         format (``id_bits < 0``: no labels, :data:`NO_LABELS`).
+    tally : numpy.ndarray of int64
+        Counters the loop adds to: ``[0]`` Steiner runs of candidates, ``[1]``
+        candidates passed over as a repeat of an earlier trial (:func:`_seen_fresh`).
+    unique_fresh : bool
+        Pass over repeated trials (default); False evaluates every candidate
+        (for the tests: both give the same encoding).
 
     Returns
     -------
@@ -229,10 +242,20 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
     pool = cands.copy()
     n_pool = cands.shape[0]
     idle = 0
+    # the fresh link sets of this scan's candidates (see :func:`_seen_fresh`)
+    cap = 4
+    while cap < 2 * n_pool + 2:
+        cap *= 2
+    fresh_key = np.zeros(cap, np.int64)
+    fresh_scan = np.zeros(cap, np.int64)
+    fresh_tree = np.zeros(cap, np.int64)
+    fresh_n = np.zeros(cap, np.int64)
+    scan = 0
     # a round scans the pool from ``first`` for the best candidate (best_improvement) or
     # for the next one that improves (single pass: accepted, the scan goes on after it)
     first = 0
     while first < n_pool:
+        scan += 1
         bound = best_cost
         pick = -1
         pick_pieces = 0
@@ -267,17 +290,28 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
             fresh_switch_links = 0
             fresh_stops = 0  # new virtual host links at tree switches (same tree)
             t_host = host
+            key = 0
             for j in range(t_ptr[t], t_ptr[t + 1]):
                 e = t_edges[j]
                 if not virt[e]:
                     virt[e] = 1
                     fresh[n_fresh] = e
                     n_fresh += 1
+                    key += _link_hash(e)
                     t_host -= is_recv_edge[e]
                     if end_a[e] >= 0:
                         fresh_switch_links += 1
                     elif dt_node[link_switch[e]] and not terminal_link[e]:
                         fresh_stops += 1
+            if _seen_fresh(key, n_fresh, t, scan, fresh_key, fresh_scan, fresh_tree, fresh_n,
+                           virt, t_edges, t_ptr, unique_fresh):
+                # the same links as an earlier candidate of this scan: the same trial,
+                # which was not taken (or not bettered), so this one is not either
+                tally[1] += 1
+                for j in range(n_fresh):
+                    virt[fresh[j]] = 0
+                idle += 1
+                continue
             trees = n_chosen + 1
             ok = False
             ne = nn = weight = stops = 0
@@ -292,6 +326,7 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
                         trial_edges[:nbe] = best_edges[:nbe]
                         trial_nodes[:nbn] = best_nodes[:nbn]
                 elif budget > 0:
+                    tally[0] += 1
                     status, ne, nn, weight, stops, buckets = sph_run(
                         graph, virt, terminal_link, root, remaining, budget, trial_edges,
                         trial_nodes, work, in_tree, on_tree, deque, buckets)
@@ -392,6 +427,53 @@ def encode_loop(graph_blob: np.ndarray, graph_parts: np.ndarray, tree_blob: np.n
     ids[n_chosen:n_chosen + n_stops] = stop_ids
     ids[n_chosen + n_stops:] = hops
     return 0, ids, n_chosen, n_stops, _labels(ids, n_chosen, n_stops, label_spec), delivery
+
+
+def _link_hash(e: int) -> int:
+    """A 32-bit mix of link id ``e`` (summed over a set: a key of the set)."""
+    m = ((e + 1) * 0x9E3779B1) & 0xFFFFFFFF
+    m = ((m ^ (m >> 15)) * 0x2C1B3C6D) & 0xFFFFFFFF
+    return m ^ (m >> 12)
+
+
+def _seen_fresh(key: int, n_fresh: int, t: int, scan: int, fresh_key: np.ndarray,
+                fresh_scan: np.ndarray, fresh_tree: np.ndarray, fresh_n: np.ndarray,
+                virt: np.ndarray, t_edges: np.ndarray, t_ptr: np.ndarray, enabled: bool
+                ) -> bool:
+    """Whether an earlier candidate of scan ``scan`` added the same links as tree ``t``
+    (its ``n_fresh`` new links, now set in ``virt``, with ``key`` the sum of their
+    :func:`_link_hash`); if not, ``t`` is entered.
+
+    Within a scan the selected trees, the best cost and the bound only change when a
+    candidate is taken, so two candidates with the same new links make the same
+    trial (the same weights, receiver host links and tree count): the same lower
+    bound, the same Steiner run, the same cost. The earlier one was not taken, or
+    it was and the bound has only fallen since (best improvement), so the later
+    one is not taken either: passing over it changes nothing. The table
+    (open addressing, entries of other scans are free) keeps the first candidate
+    of each key; a match is checked link by link: the earlier tree's links are
+    all virtual now (selected or new) and it added as many.
+    """
+    if not enabled:
+        return False
+    mask = fresh_key.shape[0] - 1
+    slot = (key ^ (key >> 17) ^ n_fresh) & mask
+    while fresh_scan[slot] == scan:
+        if fresh_key[slot] == key and fresh_n[slot] == n_fresh:
+            p = fresh_tree[slot]
+            same = True
+            for j in range(t_ptr[p], t_ptr[p + 1]):
+                if not virt[t_edges[j]]:
+                    same = False
+                    break
+            if same:
+                return True
+        slot = (slot + 1) & mask
+    fresh_scan[slot] = scan
+    fresh_key[slot] = key
+    fresh_tree[slot] = t
+    fresh_n[slot] = n_fresh
+    return False
 
 
 def _labels(ids: np.ndarray, n_trees: int, n_stops: int, spec: np.ndarray) -> np.ndarray:
@@ -519,6 +601,8 @@ if os.environ.get("STACKCAST_NO_JIT", "") in ("", "0"):
     except ImportError:  # optional: the pure-Python reference encoder is used
         pass
     else:
+        _link_hash = numba.njit(cache=True, nogil=True)(_link_hash)
+        _seen_fresh = numba.njit(cache=True, nogil=True)(_seen_fresh)
         _select = numba.njit(cache=True, nogil=True)(_select)
         _preorder_hops = numba.njit(cache=True, nogil=True)(_preorder_hops)
         _labels = numba.njit(cache=True, nogil=True)(_labels)

@@ -151,11 +151,15 @@ class KernelEncoding(NamedTuple):
 
 def encode_arrays(topology: Topology, g: EncoderGraph, tables: TreeTables, publisher: str,
                   receivers: frozenset[str], options: EncoderOptions,
-                  label_spec: np.ndarray = NO_LABELS) -> KernelEncoding:
+                  label_spec: np.ndarray = NO_LABELS, tally: np.ndarray | None = None,
+                  unique_fresh: bool = True) -> KernelEncoding:
     """Algorithm 5.1 for one notification, compiled (``options.steiner`` must be ``"sph"``).
 
     ``label_spec``: ``[id_bits, max_id, tree kind, stop kind, hop kind]`` to
     get the labels too (see :func:`~strategies.virtual_tree.encoder_kernel.encode_loop`).
+    ``tally``: two int64 counters the loop adds its Steiner runs and its passed-over
+    repeated trials to; ``unique_fresh=False`` evaluates repeated trials too (the
+    same encoding; for the tests).
 
     Raises
     ------
@@ -169,7 +173,8 @@ def encode_arrays(topology: Topology, g: EncoderGraph, tables: TreeTables, publi
     status, ids, n_trees, n_stops, labels, delivery = encode_kernel(
         *g.packed, *tables.packed, g.host_index[publisher], recv, mode,
         -1 if options.patience is None else options.patience, options.prefilter,
-        options.prune_unused, label_spec)
+        options.prune_unused, label_spec, np.zeros(2, np.int64) if tally is None else tally,
+        unique_fresh)
     if status == 2:
         raise ValueError(f"switch {g.names[int(ids[0])]} is not connected to the tree")
     if status == 3:

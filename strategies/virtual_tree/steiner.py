@@ -244,8 +244,19 @@ def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
     """:func:`steiner_sph` that gives up (returns None) as soon as the tree's weight
     (its number of weight-1 links) plus its certain stops reaches ``budget``.
 
-    A weight-0 link between two tree switches that is not a tree link can never
-    join the tree (paths only add new switches), so it will be a stop label.
+    Certain stops, at any point of the growth:
+
+    - a weight-0 link between two tree switches that is not a tree link can
+      never join the tree (paths only add new switches), so it will be a stop
+      label;
+    - of the ``H`` weight-0 links between a tree switch and an outside one,
+      only attachment links of later paths can join the tree: each later path
+      has one (its other links have both ends new) and adds a terminal not in
+      the tree yet, and an outside switch joins on one path, by one link to
+      the tree; so at most ``min(left, D)`` of them join (``left`` terminals
+      not in the tree, ``D`` distinct outside ends) and ``H - min(left, D)``
+      are stops. (Every one of those links ends on the finished tree, so the
+      ones that do not join are stop labels.)
     """
     n = len(g.names)
     virt = virtual if virtual is not None else bytearray(g.edge_count)
@@ -261,6 +272,14 @@ def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
     weight = stops = 0
     in_tree[root] = 1
     sources = [root]
+    # weight-0 links from the tree to each outside switch; their count and ends
+    hang = [0] * n
+    hanging = ends = 0
+    for w, e in adj[root]:
+        if virt[e] and w != root:
+            hang[w] += 1
+            hanging += 1
+            ends += hang[w] == 1
     while True:
         # 0-1 BFS from the newly added tree nodes (distances only decrease)
         dq = deque(sources)
@@ -293,7 +312,8 @@ def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
         if bd >= _INF:
             raise ValueError(f"switch {g.names[best]} is not connected to the tree")
         weight += bd
-        if budget is not None and weight + stops >= budget:
+        if budget is not None and (weight + stops + hanging - min(len(remaining), ends)
+                                   >= budget):
             return None
         path = []
         v = best
@@ -307,11 +327,20 @@ def steiner_sph_within(g: EncoderGraph, root: int, terminals: Iterable[int],
             for w, e in adj[v]:
                 if virt[e] and in_tree[w] and e != ev and e != pedge[w]:
                     stops += 1
+            hanging -= hang[v]
+            ends -= hang[v] > 0
+            hang[v] = 0
+            for w, e in adj[v]:
+                if virt[e] and not in_tree[w] and w != v:
+                    hang[w] += 1
+                    hanging += 1
+                    ends += hang[w] == 1
             in_tree[v] = 1
-        if budget is not None and weight + stops >= budget:
+        remaining = [t for t in remaining if not in_tree[t]]
+        if budget is not None and (weight + stops + hanging - min(len(remaining), ends)
+                                   >= budget):
             return None
         nodes.extend(path)
-        remaining = [t for t in remaining if not in_tree[t]]
         sources = path[::-1]  # terminal end first
 
 

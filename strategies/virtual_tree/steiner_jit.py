@@ -6,7 +6,9 @@ push to the front, weight-1 links to the back, links scanned in port order,
 strict improvements only), the same choice of the next terminal (smallest
 distance, ties to the lowest switch index; here the lowest bit of the lowest
 non-empty distance bucket), the same path walk and the same budget test
-(weight plus the stop labels that are already certain). It works in
+(weight plus the stop labels that are already certain, including the
+weight-0 links hanging off the tree that later paths cannot all use: see
+:func:`~strategies.virtual_tree.steiner.steiner_sph_within`). It works in
 caller-owned buffers (:func:`sph_workspace`), so the encoder's greedy loop
 (:mod:`strategies.virtual_tree.encoder_kernel`) runs it once per candidate
 without allocating; :data:`sph_kernel` is the same routine with fresh
@@ -29,7 +31,7 @@ from typing import Any
 import numpy as np
 
 #: Rows of the int64 work array of :func:`sph_run`.
-DIST, PRED, PEDGE, PATH, ACTIVE, TERM_POS = range(6)
+DIST, PRED, PEDGE, PATH, ACTIVE, TERM_POS, HANG = range(7)
 _INF = 1 << 30
 #: de Bruijn sequence and table: the index of the lowest set bit of a 64-bit word
 _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
@@ -44,8 +46,9 @@ sph_kernel: Callable[..., Any] | None = None
 def sph_workspace(n_switches: int, edge_count: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Buffers of :func:`sph_run`: (work, in_tree, on_tree, deque, buckets)."""
-    work = np.empty((6, max(n_switches, 1)), np.int64)
+    work = np.empty((7, max(n_switches, 1)), np.int64)
     work[TERM_POS, :] = -1
+    work[HANG, :] = 0
     return (work, np.zeros(n_switches, np.uint8), np.zeros(edge_count, np.uint8),
             np.empty(4 * n_switches + 4, np.int64), np.zeros((1, 1), np.uint64))
 
@@ -120,7 +123,7 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
     """
     indptr, nbr, eid = graph[0], graph[1], graph[2]
     dist, pred, pedge, path = work[DIST], work[PRED], work[PEDGE], work[PATH]
-    active, term_pos = work[ACTIVE], work[TERM_POS]
+    active, term_pos, hang = work[ACTIVE], work[TERM_POS], work[HANG]
     dist[:] = _INF
     pedge[root] = -1
     n_rem = remaining.shape[0]
@@ -136,6 +139,18 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
     stops = 0
     in_tree[root] = 1
     status = 0
+    # with a budget: weight-0 links from the tree to each outside switch (``hang``),
+    # their count and their distinct outside ends; certain stops: hanging - min(left, ends)
+    hanging = 0
+    ends = 0
+    if budget >= 0:
+        for k in range(indptr[root], indptr[root + 1]):
+            w = nbr[k]
+            if virt[eid[k]] and w != root:
+                hang[w] += 1
+                hanging += 1
+                if hang[w] == 1:
+                    ends += 1
     # sources of the next 0-1 BFS: nodes[src_lo:n_nodes] walked backwards
     # (root first; then each new path, terminal end first)
     src_lo = 0
@@ -210,7 +225,7 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
             break
         best = remaining[p]
         weight += dist[best]
-        if budget >= 0 and weight + stops >= budget:
+        if budget >= 0 and weight + stops + hanging - min(left, ends) >= budget:
             status = 1
             break
         n_path = 0
@@ -230,6 +245,18 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
                 e = eid[k]
                 if virt[e] and in_tree[w] and e != ev and e != pedge[w]:
                     stops += 1
+            if budget >= 0:
+                hanging -= hang[v]
+                if hang[v] > 0:
+                    ends -= 1
+                hang[v] = 0
+                for k in range(indptr[v], indptr[v + 1]):
+                    w = nbr[k]
+                    if virt[eid[k]] and not in_tree[w] and w != v:
+                        hang[w] += 1
+                        hanging += 1
+                        if hang[w] == 1:
+                            ends += 1
             in_tree[v] = 1
             nodes[n_nodes] = v
             n_nodes += 1
@@ -238,9 +265,14 @@ def sph_run(graph: tuple[np.ndarray, ...], virt: np.ndarray, terminal_link: np.n
                 active[q] = 0
                 left -= 1
                 _move(buckets, q, dist[v], -1)
-        if budget >= 0 and weight + stops >= budget:
+        if budget >= 0 and weight + stops + hanging - min(left, ends) >= budget:
             status = 1
             break
+    if budget >= 0:  # hang back to zero: only neighbours of tree switches were counted
+        for j in range(n_nodes):
+            v = nodes[j]
+            for k in range(indptr[v], indptr[v + 1]):
+                hang[nbr[k]] = 0
     if status == 0:
         weight, stops = _counts(graph, virt, terminal_link, in_tree, on_tree,
                                 edges[:n_edges], nodes[:n_nodes])

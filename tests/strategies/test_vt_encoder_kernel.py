@@ -29,7 +29,7 @@ from strategies.virtual_tree.encoder import (
     tree_tables,
 )
 from strategies.virtual_tree.encoder_kernel import encode_kernel
-from strategies.virtual_tree.encoder_tables import installed_tables
+from strategies.virtual_tree.encoder_tables import encode_arrays, installed_tables
 from strategies.virtual_tree.installation import steiner_links
 from topologies.specs import load_topology
 
@@ -62,9 +62,12 @@ def encoder_cases(draw, max_switches=14):
     trees = []
     ids = draw(st.permutations(range(1, 13)))
     for i in range(draw(st.integers(0, 10))):
-        kind = draw(st.sampled_from(["steiner", "connected", "repeat"]))
+        kind = draw(st.sampled_from(["steiner", "connected", "repeat", "union"]))
         if kind == "repeat" and trees:
             edges = set(draw(st.sampled_from(trees)).edges)
+        elif kind == "union" and trees:
+            # nested and overlapping VTs: once one is selected, others add the same links
+            edges = set(draw(st.sampled_from(trees)).edges) | draw(st.sampled_from(trees)).edges
         elif kind == "connected":
             edges = connected_links(draw, topo, g)
         else:
@@ -86,6 +89,32 @@ def encoder_cases(draw, max_switches=14):
 def same_tables(a, b):
     return all(np.array_equal(getattr(a, f), getattr(b, f))
                for f in ("tree_ids", "t_ptr", "t_edges", "t_node_ptr", "t_nodes", "order"))
+
+
+def kernel_ids(topo, trees, pub, recv, options, unique_fresh, tally):
+    """The kernel's ids and delivery edges (``tally``: its counters, added to)."""
+    got = encode_arrays(topo, encoder_graph(topo), tree_tables(trees), pub, recv, options,
+                        tally=tally, unique_fresh=unique_fresh)
+    return got.ids.tolist(), got.n_trees, got.n_stops, sorted(got.delivery.tolist())
+
+
+@settings(max_examples=400, deadline=None)
+@given(encoder_cases())
+def test_passing_over_repeated_trials_changes_nothing(case):
+    """A candidate adding the same links as an earlier one of its scan is passed over
+    (encoder_kernel._seen_fresh): the encoding is the one of evaluating every
+    candidate, and of the reference; the repeats it passes over would not have
+    added Steiner runs beyond those it saves."""
+    topo, trees, pub, recv, options = case
+    if not recv:
+        return
+    every, passed = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    want = kernel_ids(topo, trees, pub, recv, options, False, every)
+    assert kernel_ids(topo, trees, pub, recv, options, True, passed) == want
+    assert every[1] == 0
+    assert passed[0] <= every[0]
+    ref = encode_reference(topo, trees, pub, recv, options)
+    assert want[0][:want[1]] == list(ref.trees)
 
 
 @settings(max_examples=400, deadline=None)
@@ -122,6 +151,7 @@ def test_compiled_encoder_on_dfn_with_40_rules(name):
     assert same_tables(tables, tree_tables(tables.trees))
     rng = child_rng(3, "notes")
     checked = 0
+    tally = np.zeros(2, np.int64)
     while checked < 25:
         pub = pop.publishers[int(rng.integers(len(pop.publishers)))]
         recv = pop.receivers(pub, rng)
@@ -130,4 +160,7 @@ def test_compiled_encoder_on_dfn_with_40_rules(name):
         for options in (strategy.encoder_options(), EncoderOptions(mode="best_improvement")):
             assert (encode_virtual_trees(topo, tables, pub, recv, options)
                     == encode_reference(topo, tables.trees, pub, recv, options))
+            encode_arrays(topo, encoder_graph(topo), tables, pub, recv, options, tally=tally)
         checked += 1
+    if name == "vt-clusters":  # nested clusters: repeated trials are passed over here
+        assert tally[1] > 0

@@ -91,3 +91,28 @@ def test_compiled_routine_inside_an_induced_subgraph(case, data):
             steiner_sph(g, root, terms, virtual, within=within)
         return
     assert steiner_sph(g, root, terms, virtual, within=within) == want
+
+
+@settings(max_examples=400)
+@given(steiner_cases(), st.data())
+def test_giving_up_is_exact(case, data):
+    """The routine gives up only if the finished tree would reach the budget: its weight
+    plus its stop labels on switch links (the certain stops include weight-0 links
+    hanging off the tree that later paths cannot all take); when it does not give up,
+    the budget changes nothing. Budgets around the finished tree's cost."""
+    topo, g, virtual, root, terms, _, _ = case
+    try:
+        full = steiner_sph_within(g, root, terms, virtual, None, None)
+    except ValueError:
+        return
+    weight, stops = recount(g, virtual, full[0], full[1], set(g.host_link))
+    budget = data.draw(st.integers(0, weight + stops + 2))
+    got = steiner_sph_within(g, root, terms, virtual, None, budget)
+    if got is None:
+        assert weight + stops >= budget
+    else:
+        assert got == full
+    terminal_link = np.zeros(g.edge_count, np.uint8)
+    remaining = np.array(sorted(set(terms) - {root}), np.int64)
+    counted = steiner_sph_counted(g, root, remaining, virtual, terminal_link, budget)
+    assert (counted is None) == (got is None)
