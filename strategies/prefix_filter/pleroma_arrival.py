@@ -46,10 +46,11 @@ from strategies.prefix_filter.flow_enforcers import EnforcerStats
 from strategies.prefix_filter.flow_limits import PrefixTable
 from strategies.prefix_filter.pleroma_install import (
     Enforcer,
-    PathFlows,
     Record,
-    _installed,
-    _table,
+    after_install,
+    distinct_hops,
+    table_of,
+    with_prefixes,
 )
 
 if TYPE_CHECKING:
@@ -91,18 +92,6 @@ class PhysicalArrival:
     merges: int
 
 
-def distinct_hops(paths: Sequence[PathFlows]) -> tuple[list[Record], dict[Record, int]]:
-    """The records of ``paths`` (one per publisher and hop) and each distinct one's
-    multiplicity, first occurrences in order (as
-    :func:`~strategies.prefix_filter.pleroma_install.install_batched` counts them)."""
-    recs: list[Record] = [(sw, inp, out, flows) for flows, hops in paths
-                          for sw, inp, out in hops]
-    times: dict[Record, int] = {}
-    for rec in recs:
-        times[rec] = times.get(rec, 0) + 1
-    return recs, times
-
-
 def count_logical(logical: dict[str, dict[int, dict[str, dict[int, int]]]],
                   times: dict[Record, int]) -> list[tuple[str, ...]]:
     """Raise the logical counters of each distinct record by its multiplicity (the
@@ -132,12 +121,12 @@ def install_physical(model: Any, hops: Sequence[Hop], enforcer: Enforcer) -> Non
     each install that changed the table (``model``: ``physical``, ``merged``,
     ``peak``)."""
     for sw, inp, out, pairs in hops:
-        tables, table = _table(model, sw, inp)
+        tables, table = table_of(model, sw, inp)
         carriers = table.carriers(out)
         for dz, pre in pairs:
             if carriers is None or carriers.isdisjoint(pre):
                 if table.install(dz, (out,)):
-                    _installed(model, sw, tables, enforcer)
+                    after_install(model, sw, tables, enforcer)
                 carriers = table.carriers(out)
 
 
@@ -177,8 +166,7 @@ def logical_arrival(strategy: PleromaDz, model: PleromaModel, topology: Any, vie
                                             strict=True):
             if first:
                 hops.append((sw, inp, out, tuple(
-                    prefixes.get(dz) or prefixes.setdefault(
-                        dz, (dz, frozenset([dz[:i] for i in range(len(dz) + 1)])))
+                    prefixes.get(dz) or prefixes.setdefault(dz, with_prefixes(dz))
                     for dz in first)))
     return LogicalArrival(subs=model.subs, sub_dz=model.sub_dz, logical=model.logical,
                           records=model.records, unlimited=model.unlimited(), hops=tuple(hops))

@@ -63,7 +63,9 @@ class Enforcer:
     stats: EnforcerStats
 
 
-def _table(model: InstallModel, sw: str, inp: int) -> tuple[dict[int, PrefixTable], PrefixTable]:
+def table_of(model: InstallModel, sw: str, inp: int
+             ) -> tuple[dict[int, PrefixTable], PrefixTable]:
+    """The physical tables of ``sw`` and its table for ingress ``inp`` (made if missing)."""
     tables = model.physical.setdefault(sw, {})
     table = tables.get(inp)
     if table is None:
@@ -71,7 +73,7 @@ def _table(model: InstallModel, sw: str, inp: int) -> tuple[dict[int, PrefixTabl
     return tables, table
 
 
-def _installed(model: InstallModel, sw: str, tables: dict[int, PrefixTable],
+def after_install(model: InstallModel, sw: str, tables: dict[int, PrefixTable],
                enforcer: Enforcer) -> None:
     """Bookkeeping after an install that changed a table: peak, then the enforcer."""
     count = sum(len(t) for t in tables.values())
@@ -89,34 +91,45 @@ def install_reference(model: InstallModel, paths: Sequence[PathFlows], enforcer:
     for flows, hops in paths:
         for sw, inp, out in hops:
             per = model.logical.setdefault(sw, {}).setdefault(inp, {})
-            tables, table = _table(model, sw, inp)
+            tables, table = table_of(model, sw, inp)
             for dz in flows:
                 counter = per.get(dz)
                 if counter is None:
                     counter = per[dz] = {}
                 counter[out] = counter.get(out, 0) + 1
                 if table.install(dz, (out,)):
-                    _installed(model, sw, tables, enforcer)
+                    after_install(model, sw, tables, enforcer)
             recs.append((sw, inp, out, flows))
     return recs
+
+
+def distinct_hops(paths: Sequence[PathFlows]) -> tuple[list[Record], dict[Record, int]]:
+    """The records of ``paths`` (one per publisher and hop) and each distinct one's
+    multiplicity, first occurrences in order (dicts keep insertion order)."""
+    recs: list[Record] = [(sw, inp, out, flows) for flows, hops in paths
+                          for sw, inp, out in hops]
+    times: dict[Record, int] = {}
+    for rec in recs:
+        times[rec] = times.get(rec, 0) + 1
+    return recs, times
+
+
+def with_prefixes(dz: str) -> tuple[str, frozenset[str]]:
+    """``dz`` with the set of its prefixes, itself and the empty one included."""
+    return dz, frozenset([dz[:i] for i in range(len(dz) + 1)])
 
 
 def install_batched(model: InstallModel, paths: Sequence[PathFlows], enforcer: Enforcer
                     ) -> list[Record]:
     """:func:`install_reference` with each distinct hop installed once (module docstring)."""
-    recs: list[Record] = [(sw, inp, out, flows) for flows, hops in paths
-                          for sw, inp, out in hops]
-    times: dict[Record, int] = {}
-    for rec in recs:  # first occurrences in order (dicts keep insertion order)
-        times[rec] = times.get(rec, 0) + 1
+    recs, times = distinct_hops(paths)
     pairs_of: dict[tuple[str, ...], tuple[tuple[str, frozenset[str]], ...]] = {}
     for (sw, inp, out, flows), n in times.items():
         per = model.logical.setdefault(sw, {}).setdefault(inp, {})
-        tables, table = _table(model, sw, inp)
+        tables, table = table_of(model, sw, inp)
         pairs = pairs_of.get(flows)
         if pairs is None:  # each dz with its prefixes (itself included), hashed once
-            pairs = pairs_of[flows] = tuple(
-                (dz, frozenset([dz[:i] for i in range(len(dz) + 1)])) for dz in flows)
+            pairs = pairs_of[flows] = tuple(with_prefixes(dz) for dz in flows)
         carriers = table.carriers(out)
         for dz, pre in pairs:
             counter = per.get(dz)
@@ -128,6 +141,6 @@ def install_batched(model: InstallModel, paths: Sequence[PathFlows], enforcer: E
             # change it in place; only an install can make the first one
             if carriers is None or carriers.isdisjoint(pre):
                 if table.install(dz, (out,)):
-                    _installed(model, sw, tables, enforcer)
+                    after_install(model, sw, tables, enforcer)
                 carriers = table.carriers(out)
     return recs
