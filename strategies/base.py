@@ -17,7 +17,7 @@ dataclass; :func:`make_strategy` validates parameters and builds one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -247,6 +247,15 @@ class Strategy:
     def encode(self, topology: Topology, state: ControlState, notification: Notification,
                receivers: frozenset[str], payload: bytes) -> Encoding:
         raise NotImplementedError
+
+    def encoder_key(self) -> Hashable | None:
+        """Optional hook: a key equal for strategies whose :meth:`encode` gives the same
+        encoding of every (state, notification, receivers), and whose fast path the
+        same metrics (the cell pipeline then shares those metrics between cells that
+        run the same notifications on the same state object:
+        :func:`experiments.cells.pipeline.shared_fast_metrics`). Default None: never
+        shared."""
+        return None
 
     def base_rules(self, builder: StateBuilder, topology: Topology) -> None:
         """Optional hook: add the receiver-independent rules of :meth:`install`.

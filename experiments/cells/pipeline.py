@@ -21,7 +21,7 @@ reference as in the per-notification path. Both paths give the same rows
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,9 +34,11 @@ from experiments.cells.spec import Cell
 from experiments.cells.workload import (
     RUNS_PER_BATCH,
     CellWorkload,
+    DrawnNotification,
     cell_workload,
     draw_notifications,
     draw_runs,
+    shared_draws,
 )
 from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState, count_writes
@@ -118,7 +120,9 @@ def cell_setup(cell: Cell) -> tuple[Any, Strategy, DelayModel]:
 
 def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
                        caches: Caches | None = None, *, workload: CellWorkload | None = None,
-                       publisher: str | None = None) -> Iterator[CellNotification]:
+                       publisher: str | None = None,
+                       drawn: Sequence[DrawnNotification] | None = None
+                       ) -> Iterator[CellNotification]:
     """The notifications of ``cell`` in order, each with its installed state.
 
     Shared by the static rows below, the hardware-in-the-loop validation
@@ -126,7 +130,9 @@ def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
     (:mod:`experiments.cells.deliver`), so all see the same workload and state.
     ``workload``: the cell's workload when the caller already drew it
     (:func:`~experiments.cells.workload.cell_workload`); ``publisher``: only
-    notifications of this publisher (:func:`~experiments.cells.workload.draw_notifications`).
+    notifications of this publisher (:func:`~experiments.cells.workload.draw_notifications`);
+    ``drawn``: the notifications of ``workload`` already drawn
+    (:func:`~experiments.cells.workload.shared_draws`).
     """
     caches = or_fresh(caches)
     if workload is None:
@@ -135,14 +141,16 @@ def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
     base = Knowledge(population=population, seed=workload.seed, caches=caches)
     cache: dict[Any, tuple[Any, ControlState]] = {}
     previous: ControlState | None = None
-    for drawn in draw_notifications(workload, cell.notifications, publisher):
-        note, receivers = drawn.notification, drawn.receivers
-        knowledge = base if drawn.view is population else replace(base, population=drawn.view)
-        state = _state_for(strategy, topology, note.publisher, receivers, drawn.stable, cache,
+    if drawn is None:
+        drawn = draw_notifications(workload, cell.notifications, publisher)  # type: ignore[assignment]
+    for one in drawn:  # type: ignore[union-attr]
+        note, receivers = one.notification, one.receivers
+        knowledge = base if one.view is population else replace(base, population=one.view)
+        state = _state_for(strategy, topology, note.publisher, receivers, one.stable, cache,
                            knowledge)
         writes = 0 if previous is None or previous is state else count_writes(previous, state)
         previous = state
-        yield CellNotification(drawn.run, note, receivers, state, writes,
+        yield CellNotification(one.run, note, receivers, state, writes,
                                payload_for(note, cell.payload_bytes))
 
 
@@ -193,7 +201,7 @@ def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> p
     strategy.use_caches(caches)
     fast = _fast_path(topology, strategy, delays,
                       static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"), caches)
-    workload = cell_workload(cell, topology, caches)
+    workload, drawn = shared_draws(cell, topology, caches)
     if (isinstance(fast, ColumnFastPath) and strategy.state_scope() != "receivers"
             and not getattr(fast, "needs_states", False)
             and not getattr(fast, "needs_notifications", False)):
@@ -201,25 +209,20 @@ def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> p
         if table is not None:
             return table
     return pa.Table.from_pylist(_cell_rows(cell, topology, strategy, delays, fast, workload,
-                                           caches), schema=ROWS)
+                                           caches, drawn), schema=ROWS)
 
 
 def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel,
-               fast: FastPath | None, workload: CellWorkload, caches: Caches
-               ) -> list[dict[str, Any]]:
+               fast: FastPath | None, workload: CellWorkload, caches: Caches,
+               drawn: Sequence[DrawnNotification] | None = None) -> list[dict[str, Any]]:
     """The rows notification by notification (the fast path's batch where it has one)."""
-    items: Any = cell_notifications(cell, topology, strategy, caches, workload=workload)
-    fast_metrics: list[Any] = []
+    items: Any = cell_notifications(cell, topology, strategy, caches, workload=workload,
+                                    drawn=drawn)
+    fast_metrics: Sequence[Any] = []
     if fast is not None:  # one closed-form batch; declined notifications run on the reference
         items = list(items)
-        # a fast path whose counts depend on the installed state takes each one's, one
-        # that evaluates the event (content filters) the notifications
-        states = ({"states": [i.state for i in items]} if getattr(fast, "needs_states", False)
-                  else {})
-        if getattr(fast, "needs_notifications", False):
-            states["notifications"] = [i.notification for i in items]
-        fast_metrics = fast.metrics([i.notification.publisher for i in items],
-                                    [i.receivers for i in items], cell.payload_bytes, **states)
+        fast_metrics = shared_fast_metrics(strategy, topology, delays, fast, items,
+                                           cell.payload_bytes, caches)
     rows = []
     identity = identity_columns(cell)
     # (link waste, label counts) -> its record (fast rows share them); a fast path may add
@@ -246,6 +249,42 @@ def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel
             metrics=metrics, state_entries=counted[1], multicast_groups=counted[2],
             control_writes=item.writes, extra=extra))
     return rows
+
+
+def fast_metrics_of(fast: FastPath, items: Sequence[CellNotification], payload_bytes: int
+                    ) -> list[dict[str, Any] | None]:
+    """The fast path's row metrics of ``items`` (None: declined, the reference runs)."""
+    # a fast path whose counts depend on the installed state takes each one's, one
+    # that evaluates the event (content filters) the notifications
+    states = ({"states": [i.state for i in items]} if getattr(fast, "needs_states", False)
+              else {})
+    if getattr(fast, "needs_notifications", False):
+        states["notifications"] = [i.notification for i in items]
+    return fast.metrics([i.notification.publisher for i in items],
+                        [i.receivers for i in items], payload_bytes, **states)
+
+
+def shared_fast_metrics(strategy: Strategy, topology: Any, delays: DelayModel, fast: FastPath,
+                        items: Sequence[CellNotification], payload_bytes: int, caches: Caches
+                        ) -> Sequence[dict[str, Any] | None]:
+    """:func:`fast_metrics_of`, kept in ``caches.fast_metrics`` for strategies with an
+    encoder key (:meth:`~strategies.base.Strategy.encoder_key`).
+
+    The fast path's metrics of a notification depend on the topology, the delay
+    model, the payload size, the installed state, the publisher, the receivers
+    and what the strategy's encoder reads of its parameters, nothing else: cells
+    that run the same notifications on the same state objects with equal encoder
+    keys (a ch. 6 family's rule budgets whose installs select the same VTs, hence
+    share one state through ``caches.vt_states``) get the same metrics. The metric
+    dicts are shared read-only (the rows copy their values).
+    """
+    key = strategy.encoder_key()
+    if key is None:
+        return fast_metrics_of(fast, items, payload_bytes)
+    run_key = (key, Identity(topology), delays, payload_bytes,
+               tuple((Identity(i.state), i.notification, i.receivers) for i in items))
+    return caches.fast_metrics.get_or_make(  # type: ignore[no-any-return]
+        run_key, lambda: tuple(fast_metrics_of(fast, items, payload_bytes)))
 
 
 def _reference_metrics(topology: Any, strategy: Strategy, state: ControlState,

@@ -17,6 +17,8 @@ A population that batches these draws
 (:meth:`~sim.workloads.receivers.Population.draw_runs`, the uniform model)
 gives them for every run at once, as host indices (:func:`draw_runs`); the
 draws are the same numbers (``tests/experiments/test_cell_columns.py``).
+:func:`shared_draws` keeps a small cell's workload and its drawn notifications
+for the other cells of the same workload (``tests/experiments/test_shared_draws.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from experiments.cells.spec import Cell
-from sim.dataplanes.caches import Caches
+from sim.dataplanes.caches import Caches, Identity
 from sim.dataplanes.packet import Notification
 from sim.dataplanes.seeds import RunStreams, child_rng, child_rngs
 from sim.workloads.receivers import DrawnRuns, Population, receiver_model
@@ -144,3 +146,32 @@ def draw_notifications(workload: CellWorkload, count: int, publisher: str | None
         event, receivers = view.draw(sender, run, rng)
         yield DrawnNotification(Notification(notification_id=run, publisher=sender, event=event),
                                 receivers, view, population.stable(sender, run))
+
+
+#: The most notifications of a cell whose draws :func:`shared_draws` keeps.
+SHARED_DRAWS_MAX = 4096
+
+
+def shared_draws(cell: Cell, topology: Topology, caches: Caches
+                 ) -> tuple[CellWorkload, tuple[DrawnNotification, ...] | None]:
+    """:func:`cell_workload` and, for cells of at most :data:`SHARED_DRAWS_MAX`
+    notifications, every :func:`draw_notifications` of it (else None: draw lazily),
+    kept in ``caches.cell_draws`` for the cells of the same workload.
+
+    A cell's workload is fixed by its topology, its receiver spec and its workload
+    seed (:meth:`Cell.workload_seed_for`): cells that differ in strategy or
+    parameters only (a ch. 6 family: nine strategies x eight rule budgets on one
+    seed) draw the same population and notifications, so they share one drawn
+    population object and one tuple of (immutable) drawn notifications.
+    """
+    model = receiver_model(cell.receivers)
+    seed = cell.workload_seed_for(model)
+
+    def make() -> tuple[CellWorkload, tuple[DrawnNotification, ...] | None]:
+        workload = cell_workload(cell, topology, caches)
+        return workload, tuple(draw_notifications(workload, cell.notifications))
+
+    if cell.notifications > SHARED_DRAWS_MAX:
+        return cell_workload(cell, topology, caches), None
+    return caches.cell_draws.get_or_make(  # type: ignore[no-any-return]
+        (Identity(topology), cell.receivers, seed, cell.notifications), make)

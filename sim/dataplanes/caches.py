@@ -244,12 +244,26 @@ class Caches:
         (:class:`strategies.prefix_filter.pleroma_arrival.PhysicalArrival`), shared by
         ``min-space``, ``traffic`` and ``history`` at one limit (their global pass
         comes after it).
+    cell_draws : Store
+        ``(Identity(Topology), receiver spec, workload seed, notifications)`` -> a
+        static cell's workload and its drawn notifications
+        (:func:`experiments.cells.workload.shared_draws`): the cells of one workload
+        at other strategies and parameters (a ch. 6 family's 73 cells, ten strategies
+        per receiver point) draw them once. Small cells only; a few entries suffice
+        (a partition runs the cells of one workload one after another).
+    fast_metrics : Store
+        ``(the strategy's encoder key, Identity(Topology), DelayModel, payload bytes,
+        (Identity(state), notification, receivers) per notification)`` -> the fast
+        path's row metrics of those notifications
+        (:func:`experiments.cells.pipeline.shared_fast_metrics`): cells whose
+        installs ended in one state (e.g. every rule budget that fits all of a
+        strategy's candidates, :attr:`vt_states`) and whose encoders agree walk once.
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
                  "vt_tables", "base_states", "cell_states", "fast_paths", "tree_tables",
                  "route_tables", "vt_candidates", "vt_states", "vt_ports", "stored_configs",
-                 "group_configs", "flow_logical", "flow_physical")
+                 "group_configs", "flow_logical", "flow_physical", "cell_draws", "fast_metrics")
 
     def __init__(self) -> None:
         self.vt_lookups: Store[tuple[Identity, Any], Any] = Store("vt_lookups", 4096)
@@ -270,6 +284,8 @@ class Caches:
         self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 8)
         self.flow_logical: Store[tuple[Any, ...], Any] = Store("flow_logical", 1)
         self.flow_physical: Store[tuple[Any, ...], Any] = Store("flow_physical", 4)
+        self.cell_draws: Store[tuple[Any, ...], Any] = Store("cell_draws", 4)
+        self.fast_metrics: Store[tuple[Any, ...], Any] = Store("fast_metrics", 32)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""

@@ -748,6 +748,17 @@ class VirtualTreeStrategy(VirtualTreeModel, Strategy):
                               prefilter=p.prefilter, prune_unused=p.prune_unused)
 
     @cached_property
+    def _encoder_key(self) -> tuple[Any, ...]:
+        return (type(self), replace(self.params, max_rules=0))
+
+    def encoder_key(self) -> tuple[Any, ...]:
+        """The class and the parameters but ``max_rules``: the rule budget bounds the
+        install only; :meth:`encode` reads the label widths, the encoder options and
+        the MTU policy of the parameters and the VTs of the state it is given (a
+        subclass whose encoder reads ``max_rules`` overrides this)."""
+        return self._encoder_key
+
+    @cached_property
     def _encoder(self) -> tuple[LabelFormat, EncoderOptions, np.ndarray]:
         """(label format, encoder options, the kernel's label spec) of the parameters."""
         fmt = label_format(self.params)
