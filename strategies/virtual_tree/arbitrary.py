@@ -74,6 +74,7 @@ from strategies.virtual_tree.installation import (
     switch_edges,
     validate_vt_params,
 )
+from strategies.virtual_tree.steiner import induced_arrays
 from topologies.model import Topology
 from topologies.registry import check
 
@@ -123,22 +124,39 @@ def max_degree_switch(topology: Topology, nodes: Iterable[str] | None = None) ->
     return min(pool, key=lambda s: (-sg.degree(s), topology.switch_id(s)))
 
 
-def induced_steiner(topology: Topology, terminals: Sequence[str], within: Iterable[str]
-                    ) -> frozenset[int]:
+#: A subgraph for :func:`induced_steiner`: its switch flags and its arrays.
+Region = tuple[np.ndarray, tuple[np.ndarray, ...]]
+
+
+def induced_steiner(topology: Topology, terminals: Sequence[str], within: Iterable[str],
+                    region: Region | None = None) -> frozenset[int]:
     """Steiner tree over ``terminals`` inside the subgraph induced by ``within``;
-    the whole graph if they are not connected there."""
+    the whole graph if they are not connected there.
+
+    ``region``: :func:`region_of` ``within``, when the caller asks for many trees
+    inside one subgraph (a region's chunks in :func:`hub_region_candidates`): the
+    same trees, the subgraph laid out once.
+    """
     g = encoder_graph(topology)
-    keep = np.zeros(len(g.names), np.bool_)
-    for s in within:
-        keep[g.index[s]] = True
+    keep, induced = region if region is not None else region_of(topology, within)
     idx = sorted({g.index[t] for t in terminals})
     if len(idx) < 2:
         return frozenset()
     try:
-        edges, _ = steiner_sph(g, idx[0], idx, within=keep)
+        edges, _ = steiner_sph(g, idx[0], idx, within=keep, induced=induced)
     except ValueError:
         return steiner_links(topology, terminals)
     return frozenset(edges)
+
+
+def region_of(topology: Topology, within: Iterable[str]) -> Region:
+    """The switches ``within`` as :func:`induced_steiner` reads them: a flag per switch
+    and the induced subgraph's arrays (:func:`~strategies.virtual_tree.steiner.induced_arrays`)."""
+    g = encoder_graph(topology)
+    keep = np.zeros(len(g.names), np.bool_)
+    for s in within:
+        keep[g.index[s]] = True
+    return keep, induced_arrays(g, keep)
 
 
 def halving_chunks(items: Sequence[str], min_size: int = 1) -> Iterator[list[tuple[str, ...]]]:
@@ -207,10 +225,11 @@ def hub_region_candidates(topology: Topology, regions: Sequence[Sequence[str]], 
 
     def internal(hub: str, members: Sequence[str]) -> Iterator[Candidate]:
         others = [s for s in dfs_order(topology, hub, members) if s != hub]
+        region = region_of(topology, members)  # one subgraph for every chunk
         for level, chunks in enumerate(halving_chunks(others, 1)):
             for i, chunk in enumerate(chunks):
                 terms = (hub, *chunk)
-                edges = induced_steiner(topology, terms, members)
+                edges = induced_steiner(topology, terms, members, region)
                 yield make_candidate(topology, terms, edges, mode,
                                      f"{prefix}:{hub}:L{level}.{i}", group)
 

@@ -174,7 +174,8 @@ def encoder_graph(topology: Topology) -> EncoderGraph:
 
 
 def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
-                virtual: bytearray | None = None, within: np.ndarray | None = None
+                virtual: bytearray | None = None, within: np.ndarray | None = None,
+                induced: tuple[np.ndarray, ...] | None = None
                 ) -> tuple[list[int], list[int]]:
     """Shortest-path Steiner heuristic on the 0/1-weighted switch graph.
 
@@ -193,6 +194,9 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
     within : numpy.ndarray of bool, optional
         Per switch: whether the tree may use it (the subgraph it induces);
         default: every switch. The terminals must be connected in it.
+    induced : tuple of numpy.ndarray, optional
+        :func:`induced_arrays` of ``within``, when the caller keeps it for many
+        calls on one subgraph (the same tree; computed here otherwise).
 
     Returns
     -------
@@ -216,6 +220,7 @@ def steiner_sph(g: EncoderGraph, root: int, terminals: Iterable[int],
     virt = virtual if virtual is not None else bytearray(g.edge_count)
     counted = steiner_sph_counted(g, root, remaining, virt, np.zeros(g.edge_count, np.uint8),
                                   None, arrays=None if within is None else
+                                  induced if induced is not None else
                                   induced_arrays(g, within))
     assert counted is not None  # no budget: always a tree
     return counted[0].tolist(), counted[1].tolist()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.random_topologies import topologies
 
 import sim.workloads.clustered  # noqa: F401  (registers "clustered")
+import strategies.virtual_tree.arbitrary as arbitrary
 from experiments.cells.pipeline import cell_rows
 from experiments.cells.spec import Cell
 from sim.dataplanes.packet import Notification, payload_for
@@ -18,9 +23,11 @@ from strategies.virtual_tree.cycle_basis import minimum_cycle_basis
 from strategies.virtual_tree.installation import (
     link_ends,
     published_trees,
+    steiner_links,
     tree_ports,
     tree_rule_counts,
 )
+from strategies.virtual_tree.steiner import encoder_graph, steiner_sph
 from topologies.model import build_topology
 from topologies.specs import load_topology
 
@@ -154,3 +161,42 @@ def test_rebuilding_after_churn_costs_writes_and_fresh_ids():
     old_ids = {t.tree_id for t in published_trees(old)}
     new_ids = {t.tree_id for t in published_trees(plan.final)}
     assert min(new_ids - old_ids) > max(old_ids)
+
+
+def induced_steiner_reference(topo, terminals, within):
+    """``induced_steiner`` as it was: the subgraph's flags and arrays made per call."""
+    g = encoder_graph(topo)
+    keep = np.zeros(len(g.names), np.bool_)
+    for s in within:
+        keep[g.index[s]] = True
+    idx = sorted({g.index[t] for t in terminals})
+    if len(idx) < 2:
+        return frozenset()
+    try:
+        edges, _ = steiner_sph(g, idx[0], idx, within=keep)
+    except ValueError:
+        return steiner_links(topo, terminals)
+    return frozenset(edges)
+
+
+@settings(max_examples=60, deadline=None)
+@given(topo=topologies(2, 16), data=st.data())
+def test_one_region_serves_every_tree_inside_it(topo, data):
+    """``hub_region_candidates`` lays a region's subgraph out once (``region_of``) for
+    all its chunks: every tree equals ``induced_steiner`` laying it out per call, and
+    the candidates equal those made that way (regions from random switch subsets)."""
+    switches = list(topo.switches)
+    within = data.draw(st.lists(st.sampled_from(switches), min_size=1, unique=True))
+    region = arbitrary.region_of(topo, within)
+    for _ in range(data.draw(st.integers(1, 6))):
+        terms = data.draw(st.lists(st.sampled_from(switches), min_size=1, max_size=6))
+        assert arbitrary.induced_steiner(topo, terms, within, region) == \
+            induced_steiner_reference(topo, terms, within)
+    regions = data.draw(st.lists(st.lists(st.sampled_from(switches), min_size=1, unique=True),
+                                 min_size=1, max_size=4))
+    mode = data.draw(st.sampled_from(["exclude", "include"]))
+    got = list(arbitrary.hub_region_candidates(topo, regions, mode, 3, "t"))
+    with pytest.MonkeyPatch.context() as mp:  # the reference: the subgraph per call
+        mp.setattr(arbitrary, "induced_steiner",
+                   lambda t, terms, w, region=None: induced_steiner_reference(t, terms, w))
+        assert got == list(arbitrary.hub_region_candidates(topo, regions, mode, 3, "t"))
