@@ -21,7 +21,7 @@ reference as in the per-notification path. Both paths give the same rows
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -141,9 +141,10 @@ def cell_notifications(cell: Cell, topology: Any, strategy: Strategy,
     base = Knowledge(population=population, seed=workload.seed, caches=caches)
     cache: dict[Any, tuple[Any, ControlState]] = {}
     previous: ControlState | None = None
-    if drawn is None:
-        drawn = draw_notifications(workload, cell.notifications, publisher)  # type: ignore[assignment]
-    for one in drawn:  # type: ignore[union-attr]
+    draws: Iterable[DrawnNotification] = (
+        drawn if drawn is not None
+        else draw_notifications(workload, cell.notifications, publisher))
+    for one in draws:
         note, receivers = one.notification, one.receivers
         knowledge = base if one.view is population else replace(base, population=one.view)
         state = _state_for(strategy, topology, note.publisher, receivers, one.stable, cache,
@@ -256,8 +257,8 @@ def fast_metrics_of(fast: FastPath, items: Sequence[CellNotification], payload_b
     """The fast path's row metrics of ``items`` (None: declined, the reference runs)."""
     # a fast path whose counts depend on the installed state takes each one's, one
     # that evaluates the event (content filters) the notifications
-    states = ({"states": [i.state for i in items]} if getattr(fast, "needs_states", False)
-              else {})
+    states: dict[str, Any] = ({"states": [i.state for i in items]}
+                               if getattr(fast, "needs_states", False) else {})
     if getattr(fast, "needs_notifications", False):
         states["notifications"] = [i.notification for i in items]
     return fast.metrics([i.notification.publisher for i in items],
