@@ -258,6 +258,8 @@ class Caches:
         (:func:`experiments.cells.pipeline.shared_fast_metrics`): cells whose
         installs ended in one state (e.g. every rule budget that fits all of a
         strategy's candidates, :attr:`vt_states`) and whose encoders agree walk once.
+        A few entries (each holds its states): a task runs a strategy's budgets one
+        after another.
     """
 
     __slots__ = ("vt_lookups", "table_index", "vt_installs", "vt_compiled", "workload_plans",
@@ -285,7 +287,7 @@ class Caches:
         self.flow_logical: Store[tuple[Any, ...], Any] = Store("flow_logical", 1)
         self.flow_physical: Store[tuple[Any, ...], Any] = Store("flow_physical", 4)
         self.cell_draws: Store[tuple[Any, ...], Any] = Store("cell_draws", 4)
-        self.fast_metrics: Store[tuple[Any, ...], Any] = Store("fast_metrics", 32)
+        self.fast_metrics: Store[tuple[Any, ...], Any] = Store("fast_metrics", 8)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""
