@@ -39,6 +39,7 @@ from experiments.cells.workload import (
     draw_notifications,
     draw_runs,
     shared_draws,
+    shared_workload,
 )
 from sim.dataplanes.caches import Caches, Identity, or_fresh
 from sim.dataplanes.control_state import ControlState, count_writes
@@ -202,7 +203,7 @@ def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> p
     strategy.use_caches(caches)
     fast = _fast_path(topology, strategy, delays,
                       static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"), caches)
-    workload, drawn = shared_draws(cell, topology, caches)
+    workload = shared_workload(cell, topology, caches)
     if (isinstance(fast, ColumnFastPath) and strategy.state_scope() != "receivers"
             and not getattr(fast, "needs_states", False)
             and not getattr(fast, "needs_notifications", False)):
@@ -210,7 +211,8 @@ def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> p
         if table is not None:
             return table
     return pa.Table.from_pylist(_cell_rows(cell, topology, strategy, delays, fast, workload,
-                                           caches, drawn), schema=ROWS)
+                                           caches, shared_draws(cell, workload, caches)),
+                                schema=ROWS)
 
 
 def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel,

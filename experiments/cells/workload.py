@@ -17,8 +17,9 @@ A population that batches these draws
 (:meth:`~sim.workloads.receivers.Population.draw_runs`, the uniform model)
 gives them for every run at once, as host indices (:func:`draw_runs`); the
 draws are the same numbers (``tests/experiments/test_cell_columns.py``).
-:func:`shared_draws` keeps a small cell's workload and its drawn notifications
-for the other cells of the same workload (``tests/experiments/test_shared_draws.py``).
+:func:`shared_workload` and :func:`shared_draws` keep a cell's workload and a small
+cell's drawn notifications for the other cells of the same workload
+(``tests/experiments/test_shared_cells.py``).
 """
 
 from __future__ import annotations
@@ -152,26 +153,31 @@ def draw_notifications(workload: CellWorkload, count: int, publisher: str | None
 SHARED_DRAWS_MAX = 4096
 
 
-def shared_draws(cell: Cell, topology: Topology, caches: Caches
-                 ) -> tuple[CellWorkload, tuple[DrawnNotification, ...] | None]:
-    """:func:`cell_workload` and, for cells of at most :data:`SHARED_DRAWS_MAX`
-    notifications, every :func:`draw_notifications` of it (else None: draw lazily),
-    kept in ``caches.cell_draws`` for the cells of the same workload.
+def shared_workload(cell: Cell, topology: Topology, caches: Caches) -> CellWorkload:
+    """:func:`cell_workload`, kept in ``caches.cell_draws`` for the cells of the same
+    workload.
 
     A cell's workload is fixed by its topology, its receiver spec and its workload
     seed (:meth:`Cell.workload_seed_for`): cells that differ in strategy or
     parameters only (a ch. 6 family: nine strategies x eight rule budgets on one
-    seed) draw the same population and notifications, so they share one drawn
-    population object and one tuple of (immutable) drawn notifications.
+    seed) draw the same population, so they share one population object.
     """
     model = receiver_model(cell.receivers)
     seed = cell.workload_seed_for(model)
-
-    def make() -> tuple[CellWorkload, tuple[DrawnNotification, ...] | None]:
-        workload = cell_workload(cell, topology, caches)
-        return workload, tuple(draw_notifications(workload, cell.notifications))
-
-    if cell.notifications > SHARED_DRAWS_MAX:
-        return cell_workload(cell, topology, caches), None
     return caches.cell_draws.get_or_make(  # type: ignore[no-any-return]
-        (Identity(topology), cell.receivers, seed, cell.notifications), make)
+        ("workload", Identity(topology), cell.receivers, seed),
+        lambda: cell_workload(cell, topology, caches))
+
+
+def shared_draws(cell: Cell, workload: CellWorkload, caches: Caches
+                 ) -> tuple[DrawnNotification, ...] | None:
+    """Every :func:`draw_notifications` of ``workload`` for ``cell`` (at most
+    :data:`SHARED_DRAWS_MAX` notifications, else None: draw lazily), kept in
+    ``caches.cell_draws`` for the other cells of the same workload
+    (:func:`shared_workload`: the same object), which draw the same (immutable)
+    notifications."""
+    if cell.notifications > SHARED_DRAWS_MAX:
+        return None
+    return caches.cell_draws.get_or_make(  # type: ignore[no-any-return]
+        ("draws", Identity(workload), cell.notifications),
+        lambda: tuple(draw_notifications(workload, cell.notifications)))

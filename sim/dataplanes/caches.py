@@ -245,12 +245,14 @@ class Caches:
         ``min-space``, ``traffic`` and ``history`` at one limit (their global pass
         comes after it).
     cell_draws : Store
-        ``(Identity(Topology), receiver spec, workload seed, notifications)`` -> a
-        static cell's workload and its drawn notifications
-        (:func:`experiments.cells.workload.shared_draws`): the cells of one workload
-        at other strategies and parameters (a ch. 6 family's 73 cells, ten strategies
-        per receiver point) draw them once. Small cells only; a few entries suffice
-        (a partition runs the cells of one workload one after another).
+        ``("workload", Identity(Topology), receiver spec, workload seed)`` -> a static
+        cell's workload (:func:`experiments.cells.workload.shared_workload`), and
+        ``("draws", Identity(workload), notifications)`` -> its drawn notifications
+        (:func:`experiments.cells.workload.shared_draws`, cells that run
+        notification by notification): the cells of one workload at other
+        strategies and parameters (a ch. 6 family's 73 cells, ten strategies per
+        receiver point) draw them once. Small cells only; a few entries suffice (a
+        partition runs the cells of one workload one after another).
     fast_metrics : Store
         ``(the strategy's encoder key, Identity(Topology), DelayModel, payload bytes,
         (Identity(state), notification, receivers) per notification)`` -> the fast
@@ -286,7 +288,7 @@ class Caches:
         self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 8)
         self.flow_logical: Store[tuple[Any, ...], Any] = Store("flow_logical", 1)
         self.flow_physical: Store[tuple[Any, ...], Any] = Store("flow_physical", 4)
-        self.cell_draws: Store[tuple[Any, ...], Any] = Store("cell_draws", 4)
+        self.cell_draws: Store[tuple[Any, ...], Any] = Store("cell_draws", 8)
         self.fast_metrics: Store[tuple[Any, ...], Any] = Store("fast_metrics", 8)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:

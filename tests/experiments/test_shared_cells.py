@@ -1,8 +1,8 @@
 """Cells of one workload share their draws and, on one state, their fast-path metrics.
 
-:func:`experiments.cells.workload.shared_draws` keeps a cell's population and
-drawn notifications in ``Caches.cell_draws`` for the other cells of the same
-topology, receiver spec and workload seed;
+:func:`experiments.cells.workload.shared_workload` and ``shared_draws`` keep a
+cell's population and drawn notifications in ``Caches.cell_draws`` for the
+other cells of the same topology, receiver spec and workload seed;
 :func:`experiments.cells.pipeline.shared_fast_metrics` keeps a cell's fast-path
 metrics in ``Caches.fast_metrics`` for cells that run the same notifications
 on the same state object with equal encoder keys
@@ -21,7 +21,12 @@ from hypothesis import strategies as st
 
 from experiments.cells.pipeline import run_cell
 from experiments.cells.spec import Cell
-from experiments.cells.workload import cell_workload, draw_notifications, shared_draws
+from experiments.cells.workload import (
+    cell_workload,
+    draw_notifications,
+    shared_draws,
+    shared_workload,
+)
 from sim.dataplanes.caches import Caches
 from sim.dataplanes.packet import Notification, payload_for
 from sim.dataplanes.seeds import child_rng
@@ -57,7 +62,8 @@ def test_a_family_with_one_caches_gives_the_rows_of_cells_run_alone(
     together = [run_cell(c, caches=shared).to_pylist() for c in family]
     alone = [run_cell(c, caches=Caches()).to_pylist() for c in family]
     assert together == alone
-    assert shared.cell_draws.hits == len(family) - 1  # one workload: drawn once
+    # one workload: drawn once (the population and the notifications)
+    assert shared.cell_draws.hits == 2 * (len(family) - 1)
 
 
 def test_budgets_that_install_one_state_walk_once():
@@ -66,12 +72,13 @@ def test_budgets_that_install_one_state_walk_once():
     shared = Caches()
     together = [run_cell(c, caches=shared).to_pylist() for c in family]
     assert shared.fast_metrics.hits == 2 and shared.vt_states.hits == 2
+    assert shared.cell_draws.hits == 4
     assert together == [run_cell(c, caches=Caches()).to_pylist() for c in family]
     # another receiver spec: other draws, nothing shared with the first workload
     other = cell("vt-clusters", 40, RECEIVERS[1], 1, 12, "zoo:Dfn")
     assert run_cell(other, caches=shared).to_pylist() == \
         run_cell(other, caches=Caches()).to_pylist()
-    assert shared.fast_metrics.hits == 2 and shared.cell_draws.hits == 2
+    assert shared.fast_metrics.hits == 2 and shared.cell_draws.hits == 4
 
 
 @settings(max_examples=10, deadline=None)
@@ -81,15 +88,17 @@ def test_shared_draws_are_the_draws(receivers, seed, count):
     c = cell("vt-clusters", 40, receivers, seed, count)
     topo = load_topology(c.topology)
     caches = Caches()
-    workload, drawn = shared_draws(c, topo, caches)
+    workload = shared_workload(c, topo, caches)
+    drawn = shared_draws(c, workload, caches)
     lazily = list(draw_notifications(cell_workload(c, topo, Caches()), count))
     assert drawn is not None and len(drawn) == len(lazily) == count
     for got, want in zip(drawn, lazily, strict=True):
         assert (got.notification, got.receivers, got.stable) == \
             (want.notification, want.receivers, want.stable)
-    again = shared_draws(dataclasses.replace(c, strategy="vt-random"), topo, caches)
-    assert again[0] is workload and again[1] is drawn
-    assert shared_draws(dataclasses.replace(c, seed=seed + 1), topo, caches)[0] is not workload
+    other = dataclasses.replace(c, strategy="vt-random")
+    assert shared_workload(other, topo, caches) is workload
+    assert shared_draws(other, workload, caches) is drawn
+    assert shared_workload(dataclasses.replace(c, seed=seed + 1), topo, caches) is not workload
 
 
 @settings(max_examples=12, deadline=None)
