@@ -251,8 +251,9 @@ class Caches:
         (:func:`experiments.cells.workload.shared_draws`, cells that run
         notification by notification): the cells of one workload at other
         strategies and parameters (a ch. 6 family's 73 cells, ten strategies per
-        receiver point) draw them once. Small cells only; a few entries suffice (a
-        partition runs the cells of one workload one after another).
+        receiver point) draw them once. Two entries: one workload and its draws (a
+        partition runs the cells of one workload one after another, and a
+        population can be large: only the current one is kept).
     fast_metrics : Store
         ``(the strategy's encoder key, Identity(Topology), DelayModel, payload bytes,
         (Identity(state), notification, receivers) per notification)`` -> the fast
@@ -288,8 +289,8 @@ class Caches:
         self.group_configs: Store[tuple[Any, ...], Any] = Store("group_configs", 8)
         self.flow_logical: Store[tuple[Any, ...], Any] = Store("flow_logical", 1)
         self.flow_physical: Store[tuple[Any, ...], Any] = Store("flow_physical", 4)
-        self.cell_draws: Store[tuple[Any, ...], Any] = Store("cell_draws", 8)
-        self.fast_metrics: Store[tuple[Any, ...], Any] = Store("fast_metrics", 8)
+        self.cell_draws: Store[tuple[Any, ...], Any] = Store("cell_draws", 2)
+        self.fast_metrics: Store[tuple[Any, ...], Any] = Store("fast_metrics", 4)
 
     def stores(self) -> tuple[Store[Any, Any], ...]:
         """Every store, in declaration order."""
