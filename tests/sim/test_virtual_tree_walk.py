@@ -274,3 +274,25 @@ def test_the_compiled_kernel_counts_no_references(monkeypatch):
     code = fresh.inspect_llvm(sig)
     assert "walk_kernel" in code
     assert "@NRT_incref" not in code and "@NRT_decref" not in code
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from((1, 2, 4, 8)), st.lists(st.tuples(
+    st.booleans(), st.lists(st.integers(0, (1 << 62) - 1), max_size=6)), max_size=6))
+def test_labels_read_from_header_bytes_equal_the_parsed_labels(width, packets):
+    """``walk_batch._labels_array``: packets' labels given as the header's bytes (read at
+    once) or as integers, mixed in any order, are the labels one by one."""
+    from sim.dataplanes.virtual_tree.codec import LabelFormat
+
+    fmt = LabelFormat(label_bits=8 * width, type_bits=2, size_bits=16,
+                      bitmask_bits=8 * width)
+    chunks: list[Any] = []
+    want: list[int] = []
+    for as_bytes, labels in packets:
+        labels = [x % (1 << (8 * width)) for x in labels]
+        want += labels
+        header = fmt.encode(labels)
+        chunks.append(header[fmt.size_bytes:] if as_bytes else tuple(labels))
+    got = walk_batch._labels_array(chunks, width)
+    assert got.dtype == np.int64
+    assert got.tolist() == want
