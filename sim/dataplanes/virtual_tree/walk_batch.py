@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -57,7 +57,8 @@ MAX_SCRATCH = 1 << 25
 #: Notifications laid out at once.
 BATCH = 1024
 #: Big-endian unsigned dtypes of the label widths (bytes) numpy reads directly.
-_UNSIGNED = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"), 8: np.dtype(">u8")}
+_UNSIGNED: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"),
+                                      8: np.dtype(">u8")}
 #: Label widths up to which the kernel finds labels in a stack by direct address (a
 #: scratch region of ``2 ** label_bits`` entries) instead of by binary search.
 DENSE_BITS = 16
@@ -75,7 +76,8 @@ def _labels_array(chunks: Sequence[bytes | Sequence[int]], label_bytes: int) -> 
     if all(type(c) is bytes for c in chunks):
         if not chunks:
             return np.zeros(0, dtype=np.int64)
-        return np.frombuffer(b"".join(chunks), dtype=_UNSIGNED[label_bytes]).astype(np.int64)
+        return np.frombuffer(b"".join(cast(Sequence[bytes], chunks)),
+                             dtype=_UNSIGNED[label_bytes]).astype(np.int64)
     return np.concatenate([np.zeros(0, dtype=np.int64), *(
         np.frombuffer(c, dtype=_UNSIGNED[label_bytes]).astype(np.int64) if type(c) is bytes
         else np.array(c, dtype=np.int64) for c in chunks)])

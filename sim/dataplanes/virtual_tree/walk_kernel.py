@@ -526,7 +526,7 @@ def walk_kernel(digest: int, start: int, n_notes: int, feed_s: float, switch_s: 
 #: How numba compiles the kernel: without its runtime (the kernel allocates nothing, and
 #: without it numba counts no references to the arrays handed to every helper call:
 #: ``_pos``, ``send``, ``_visit``; that counting was up to 75 % of hybrid's walk).
-JIT_OPTIONS = {"nogil": True, "_nrt": False}
+JIT_OPTIONS: dict[str, Any] = {"nogil": True, "_nrt": False}
 #: Helpers the kernel calls (numba compiles them where the kernel is compiled).
 _HELPERS = (_lower, _find, _pos, _active, _visit, _served, _clone, _unmark, _clones, *STEPS)
 _COMPILED: dict[str, Callable[..., Any]] = {}
