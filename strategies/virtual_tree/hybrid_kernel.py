@@ -156,17 +156,15 @@ def hybrid_labels(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray,
         p = seen[i]
         m = mark[p]
         up = parent[p]
-        if m == 1:  # a D edge outside T'
-            labels = hop
-        elif m == 2 and used and mark[up] & 1:  # a T' edge hanging off D
-            labels = stop
-        else:
+        # a D edge outside T' (a hop label), or a T' edge hanging off D (a stop label);
+        # no array is bound to a name in the loop (numba would count its references)
+        if m != 1 and not (m == 2 and used and mark[up] & 1):
             continue
         u, v = node[up], node[p]
         label = -1
         for e in range(start[u], start[u + 1]):
             if nb[e] == v:
-                label = labels[e]
+                label = hop[e] if m == 1 else stop[e]
                 break
         if m == 1:
             out[half + n_hops] = label

@@ -251,3 +251,48 @@ def test_a_kernel_compiled_from_other_sources_is_recompiled(monkeypatch):
     assert calls == ["run", "recompile", "run"]
     assert walk_kernel.walk_kernel(walk_kernel.SOURCE_DIGEST ^ 1, 0, 0, 0.0, 0.0, 0.0,
                                    *[[]] * 9) == walk_kernel.STALE
+
+
+
+def test_the_compiled_kernel_counts_no_references(monkeypatch):
+    """The kernel compiles without numba's runtime (``JIT_OPTIONS``): its code, helpers
+    included, calls no ``NRT_incref`` / ``NRT_decref`` on the arrays it hands its helpers
+    (that counting was most of the walk's time), and it still equals the Python walk.
+    Compiled afresh here: a kernel loaded from numba's disk cache shows no code."""
+    numba = pytest.importorskip("numba")
+    from sim.dataplanes.virtual_tree import walk_kernel
+
+    if walk_kernel.compiled() is None:  # also registers the helpers for numba
+        pytest.skip("STACKCAST_NO_JIT is set")
+    fresh = numba.njit(cache=False, **walk_kernel.JIT_OPTIONS)(walk_kernel.walk_kernel)
+    monkeypatch.setattr(walk_batch, "compiled", lambda: fresh)
+    fast, pubs, sets, states = _case("hybrid", {}, 8, 2, 3, 4)
+    encodings = fast.encodings(pubs, sets, 8, states)
+    assert fast.using("jit").walk_metrics(pubs, sets, encodings, states) == _python(
+        fast, pubs, sets, encodings, states)
+    (sig,) = fresh.signatures
+    code = fresh.inspect_llvm(sig)
+    assert "walk_kernel" in code
+    assert "@NRT_incref" not in code and "@NRT_decref" not in code
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from((1, 2, 4, 8)), st.lists(st.tuples(
+    st.booleans(), st.lists(st.integers(0, (1 << 62) - 1), max_size=6)), max_size=6))
+def test_labels_read_from_header_bytes_equal_the_parsed_labels(width, packets):
+    """``walk_batch._labels_array``: packets' labels given as the header's bytes (read at
+    once) or as integers, mixed in any order, are the labels one by one."""
+    from sim.dataplanes.virtual_tree.codec import LabelFormat
+
+    fmt = LabelFormat(label_bits=8 * width, type_bits=2, size_bits=16,
+                      bitmask_bits=8 * width)
+    chunks: list[Any] = []
+    want: list[int] = []
+    for as_bytes, labels in packets:
+        labels = [x % (1 << (8 * width)) for x in labels]
+        want += labels
+        header = fmt.encode(labels)
+        chunks.append(header[fmt.size_bytes:] if as_bytes else tuple(labels))
+    got = walk_batch._labels_array(chunks, width)
+    assert got.dtype == np.int64
+    assert got.tolist() == want

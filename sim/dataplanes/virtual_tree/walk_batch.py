@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,6 +56,9 @@ FIRST_QUEUE = 1024
 MAX_SCRATCH = 1 << 25
 #: Notifications laid out at once.
 BATCH = 1024
+#: Big-endian unsigned dtypes of the label widths (bytes) numpy reads directly.
+_UNSIGNED: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"),
+                                      8: np.dtype(">u8")}
 #: Label widths up to which the kernel finds labels in a stack by direct address (a
 #: scratch region of ``2 ** label_bits`` entries) instead of by binary search.
 DENSE_BITS = 16
@@ -66,15 +69,29 @@ def _shifted(fallback: Callable[[int], dict[str, Any] | None], offset: int, i: i
     return fallback(offset + i)
 
 
-def _label_counts(fmt: LabelFormat, n: int, lab: list[int], packets: list[int],
+def _labels_array(chunks: Sequence[bytes | Sequence[int]], label_bytes: int) -> np.ndarray:
+    """The labels of ``chunks`` in order, as int64: each chunk a packet's labels, either as
+    the header's bytes after ``Size`` (``label_bytes`` each, big endian, as the codec
+    writes them; read at once, not label by label) or as integers."""
+    if all(type(c) is bytes for c in chunks):
+        if not chunks:
+            return np.zeros(0, dtype=np.int64)
+        return np.frombuffer(b"".join(cast(Sequence[bytes], chunks)),
+                             dtype=_UNSIGNED[label_bytes]).astype(np.int64)
+    return np.concatenate([np.zeros(0, dtype=np.int64), *(
+        np.frombuffer(c, dtype=_UNSIGNED[label_bytes]).astype(np.int64) if type(c) is bytes
+        else np.array(c, dtype=np.int64) for c in chunks)])
+
+
+def _label_counts(fmt: LabelFormat, n: int, lab: np.ndarray, packets: np.ndarray,
                   counted_by: list[int], other: list[int], other_by: list[int]
                   ) -> tuple[list[list[int]], list[int]]:
     """Tree, stop and hop labels per notification, and labels of no type (count_labels
     raises): the parsed labels of packets whose header holds exactly them, else those
     decoded from the header (``other``)."""
-    kinds = np.concatenate([np.array(lab, dtype=np.int64), np.array(other, dtype=np.int64)])
+    kinds = np.concatenate([lab, np.array(other, dtype=np.int64)])
     kinds >>= fmt.id_bits
-    sizes = np.array(packets[wk.K_N::wk.PACKET_W], dtype=np.int64)
+    sizes = packets[wk.K_N::wk.PACKET_W]
     by = np.concatenate([np.repeat(np.array(counted_by, dtype=np.int64), sizes),
                          np.array(other_by, dtype=np.int64)])
     kinds, by = kinds[by >= 0], by[by >= 0]
@@ -146,7 +163,9 @@ class WalkBatch:
         notes: list[int] = []
         rc: list[int] = []
         packets: list[int] = []
-        lab: list[int] = []
+        lab: list[bytes | Sequence[int]] = []  # per packet its labels (see _labels_array)
+        n_lab = 0
+        whole = lb in _UNSIGNED  # labels read from a header's bytes at once
         counted_by: list[int] = []  # per packet: the notification whose labels count its own
         other: list[int] = []  # labels count_labels decodes where the switches parse others
         other_by: list[int] = []
@@ -158,13 +177,13 @@ class WalkBatch:
             rows.append(-1)
             if enc is None or pub not in hosts:
                 continue
-            mine: list[tuple[Sequence[int], int, int, int]] = []
+            mine: list[tuple[Sequence[int], int, int, int, bytes | Sequence[int]]] = []
             extra: list[int] = []
             try:
                 for p in enc.packets:
                     parsed = fmt.parse(p)
                     if parsed is None:
-                        mine.append(((), p.frame_bytes, p.frame_bytes, -1))
+                        mine.append(((), p.frame_bytes, p.frame_bytes, -1, ()))
                         extra.extend(fmt.decode(p.header)[0])
                         continue
                     labels = parsed[0]
@@ -172,13 +191,14 @@ class WalkBatch:
                     if not same:  # what count_labels decodes differs from what is parsed
                         extra.extend(fmt.decode(p.header)[0])
                     mine.append((labels, ETH_HEADER_BYTES + sb + len(parsed[1]), p.frame_bytes,
-                                 i if same else -1))
+                                 i if same else -1, p.header[sb:] if same and whole else labels))
             except ValueError:  # count_labels raises it: the reference's extra metrics do too
                 continue
             k0 = len(packets) // wk.PACKET_W
-            for stack, rest, frame, by in mine:
-                packets += (len(lab), len(stack), rest, frame)
-                lab.extend(stack)
+            for stack, rest, frame, by, chunk in mine:
+                packets += (n_lab, len(stack), rest, frame)
+                n_lab += len(stack)
+                lab.append(chunk)
                 counted_by.append(by)
             if extra:
                 other.extend(extra)
@@ -191,9 +211,11 @@ class WalkBatch:
                       len(rc) + len(ids))
             rc.extend(ids)  # type: ignore[arg-type]
             unknown.append(n_unknown)
-        per_kind, invalid = _label_counts(fmt, len(rows), lab, packets, counted_by, other,
+        # the labels and packets as arrays once (hundreds of labels per notification)
+        lab_a, pk = _labels_array(lab, lb), np.array(packets, dtype=np.int64)
+        per_kind, invalid = _label_counts(fmt, len(rows), lab_a, pk, counted_by, other,
                                           other_by)
-        result = self._run(notes, rc, packets, lab)
+        result = self._run(notes, rc, pk, lab_a)
         out: list[dict[str, Any] | None] = []
         for i, row in enumerate(rows):
             got = result.get(row) if row >= 0 and not invalid[i] else None
@@ -218,7 +240,7 @@ class WalkBatch:
                     LABEL_FIELDS[2]: per_kind[2][i]})
         return out
 
-    def _run(self, notes: list[int], rc: list[int], packets: list[int], lab: list[int]
+    def _run(self, notes: list[int], rc: list[int], packets: np.ndarray, lab: np.ndarray
              ) -> dict[int, Any]:
         """Run the kernel over the laid-out notifications: row -> (metrics, worst first
         arrival) or "fallback" (its walk outgrew the scratch); declined rows are absent."""
@@ -277,15 +299,16 @@ class WalkBatch:
                 result[r] = (rows[r], times[r])
         return result
 
-    def _batch_array(self, notes: list[int], rc: list[int], packets: list[int], lab: list[int]
+    def _batch_array(self, notes: list[int], rc: list[int], packets: np.ndarray,
+                     lab: np.ndarray
                      ) -> tuple[np.ndarray, list[int], set[int]]:
         """``bt`` (notifications, receivers, packets, labels in stack order, and without
         the kernel's direct-address region ascending with their positions), the layout
         of everything but the queue and chain, and the notifications found holding a
         label twice (emptied: declined; the kernel finds them with the region)."""
         links, fmt = self.links, self.fmt
-        lab_a = np.array(lab, dtype=np.int64)
-        pk = np.array(packets, dtype=np.int64).reshape(-1, wk.PACKET_W)
+        lab_a = lab
+        pk = packets.reshape(-1, wk.PACKET_W)
         notes_a = np.array(notes, dtype=np.int64)
         dense = 1 << fmt.label_bits if fmt.label_bits <= DENSE_BITS else 0
         repeated: set[int] = set()

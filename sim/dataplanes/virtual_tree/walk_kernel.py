@@ -523,6 +523,10 @@ def walk_kernel(digest: int, start: int, n_notes: int, feed_s: float, switch_s: 
     return -1
 
 
+#: How numba compiles the kernel: without its runtime (the kernel allocates nothing, and
+#: without it numba counts no references to the arrays handed to every helper call:
+#: ``_pos``, ``send``, ``_visit``; that counting was up to 75 % of hybrid's walk).
+JIT_OPTIONS: dict[str, Any] = {"nogil": True, "_nrt": False}
 #: Helpers the kernel calls (numba compiles them where the kernel is compiled).
 _HELPERS = (_lower, _find, _pos, _active, _visit, _served, _clone, _unmark, _clones, *STEPS)
 _COMPILED: dict[str, Callable[..., Any]] = {}
@@ -534,7 +538,11 @@ def compiled() -> Callable[..., Any] | None:
 
     It is cached on disk (``cache=True``); numba checks this file for changes,
     not :mod:`.walk_steps` or :mod:`.walk_layout`, whose digest the kernel
-    compares instead (:data:`STALE`: the caller recompiles it)."""
+    compares instead (:data:`STALE`: the caller recompiles it). It is compiled
+    without numba's runtime (``_nrt=False``): the kernel and its helpers allocate
+    nothing (numba refuses to compile an allocation without it), and the runtime's
+    reference counts of the arrays passed to each helper call were most of the
+    walk's time where stacks are long."""
     if "walk" not in _COMPILED:
         if os.environ.get("STACKCAST_NO_JIT", "") not in ("", "0"):
             return None
@@ -545,5 +553,5 @@ def compiled() -> Callable[..., Any] | None:
             return None
         for helper in _HELPERS:
             register_jitable(helper)
-        _COMPILED["walk"] = numba.njit(cache=True, nogil=True)(walk_kernel)
+        _COMPILED["walk"] = numba.njit(cache=True, **JIT_OPTIONS)(walk_kernel)
     return _COMPILED["walk"]
