@@ -32,8 +32,10 @@ the content filters' own link false positives (frames off the routing
 tree's paths to the receivers, or, ``walked``, crossings from which no
 receiver was reached), seed 001's network false positives (frames on links
 a second walk over reference flows, the unlimited PLEROMA flows, does not
-cross; :func:`strategies.prefix_filter.pleroma_global.emulate_links`) and
-the worst receiver's summed lookup latency along the routing tree.
+cross; :func:`strategies.prefix_filter.pleroma_global.emulate_links`; skipped,
+with none found, when every slot the first walk passed has reference flows
+that decide as the installed rules, see ``net``) and the worst receiver's
+summed lookup latency along the routing tree.
 
 Plain Python that numba compiles (:func:`jit_kernel`, ``impl="jit"``);
 ``impl="python"`` runs it interpreted (``STACKCAST_NO_JIT=1``, or no numba).
