@@ -334,10 +334,13 @@ class StateRecord:
         if not link_fp:
             return []
         out = [self.row_extra(link_fp[0], network_fp[0], latency_us[0])]
-        get, made = self._rows.get, self._made
-        out += [get(key) or made(key) for key in zip(  # ExtraMetrics records are truthy
-            link_fp[1:], network_fp[1:], latency_us[1:], [False] * (len(link_fp) - 1),
-            strict=True)]
+        keys = list(zip(link_fp[1:], network_fp[1:], latency_us[1:],
+                        [False] * (len(link_fp) - 1), strict=True))
+        rows = self._rows
+        for key in dict.fromkeys(keys):  # each distinct key once, in order of first use
+            if key not in rows:
+                self._made(key)
+        out += map(rows.__getitem__, keys)
         return out
 
     def _made(self, key: tuple[int, int, float, bool]) -> ExtraMetrics:

@@ -28,7 +28,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from experiments.cells.rows import identity_columns, notification_row, row_arrays, rows_table
+from experiments.cells.rows import (
+    ENGINE_METRICS,
+    extra_value_columns,
+    identity_columns,
+    notification_row,
+    row_arrays,
+    rows_table,
+)
 from experiments.cells.schema import ROWS
 from experiments.cells.spec import Cell
 from experiments.cells.workload import (
@@ -204,6 +211,8 @@ def _cell_table(cell: Cell, static_path: str | None, caches: Caches | None) -> p
     fast = _fast_path(topology, strategy, delays,
                       static_path or os.environ.get("STACKCAST_STATIC_PATH", "auto"), caches)
     workload = shared_workload(cell, topology, caches)
+    if fast is not None and hasattr(fast, "metric_batch"):  # the content filters
+        return _batch_table(cell, topology, strategy, delays, fast, workload, caches)
     if (isinstance(fast, ColumnFastPath) and strategy.state_scope() != "receivers"
             and not getattr(fast, "needs_states", False)
             and not getattr(fast, "needs_notifications", False)):
@@ -257,14 +266,20 @@ def _cell_rows(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel
 def fast_metrics_of(fast: FastPath, items: Sequence[CellNotification], payload_bytes: int
                     ) -> list[dict[str, Any] | None]:
     """The fast path's row metrics of ``items`` (None: declined, the reference runs)."""
-    # a fast path whose counts depend on the installed state takes each one's, one
-    # that evaluates the event (content filters) the notifications
-    states: dict[str, Any] = ({"states": [i.state for i in items]}
-                               if getattr(fast, "needs_states", False) else {})
-    if getattr(fast, "needs_notifications", False):
-        states["notifications"] = [i.notification for i in items]
     return fast.metrics([i.notification.publisher for i in items],
-                        [i.receivers for i in items], payload_bytes, **states)
+                        [i.receivers for i in items], payload_bytes, **_fast_inputs(fast, items))
+
+
+def _fast_inputs(fast: Any, items: Sequence[CellNotification]) -> dict[str, Any]:
+    """What ``fast`` takes besides publishers and receivers: a fast path whose counts
+    depend on the installed state takes each one's, one that evaluates the event
+    (content filters) the notifications."""
+    inputs: dict[str, Any] = {}
+    if getattr(fast, "needs_states", False):
+        inputs["states"] = [i.state for i in items]
+    if getattr(fast, "needs_notifications", False):
+        inputs["notifications"] = [i.notification for i in items]
+    return inputs
 
 
 def shared_fast_metrics(strategy: Strategy, topology: Any, delays: DelayModel, fast: FastPath,
@@ -288,6 +303,45 @@ def shared_fast_metrics(strategy: Strategy, topology: Any, delays: DelayModel, f
                tuple((Identity(i.state), i.notification, i.receivers) for i in items))
     return caches.fast_metrics.get_or_make(  # type: ignore[no-any-return]
         run_key, lambda: tuple(fast_metrics_of(fast, items, payload_bytes)))
+
+
+def _batch_table(cell: Cell, topology: Any, strategy: Strategy, delays: DelayModel,
+                 fast: Any, workload: CellWorkload, caches: Caches) -> pa.Table:
+    """The rows of :func:`_cell_rows` built as columns, from a fast path that gives its
+    metrics as columns (``metric_batch``, :class:`~sim.dataplanes.content_fast_path.MetricBatch`:
+    the content filters); declined notifications run on the reference, row by row."""
+    items = list(cell_notifications(cell, topology, strategy, caches, workload=workload,
+                                    drawn=shared_draws(cell, workload, caches)))
+    n = len(items)
+    receivers = [i.receivers for i in items]
+    states = [i.state for i in items]
+    publishers = [i.notification.publisher for i in items]
+    batch = fast.metric_batch(publishers, receivers, cell.payload_bytes,
+                              **_fast_inputs(fast, items))
+    sizes: list[tuple[int, int]] = []
+    counted: tuple[Any, int, int] = (None, 0, 0)  # the last state and its sizes
+    for state in states:  # sizes of a state shared by many notifications, once
+        if counted[0] is not state:
+            counted = (state, state.entries, state.multicast_groups)
+        sizes.append(counted[1:])
+    i64 = np.int64
+    columns: dict[str, Any] = {
+        "run": np.fromiter((i.run for i in items), i64, n), "publisher": publishers,
+        "receivers": np.fromiter(map(len, receivers), i64, n),
+        "state_entries": np.fromiter((e for e, _ in sizes), i64, n),
+        "multicast_groups": np.fromiter((g for _, g in sizes), i64, n),
+        "control_writes": np.fromiter((i.writes for i in items), i64, n),
+        **{key: batch.column(key).copy() for key in ENGINE_METRICS}}
+    extras = list(batch.extras)
+    for k in np.flatnonzero(~batch.taken).tolist():  # on the reference
+        item = items[k]
+        metrics, extras[k] = _reference_metrics(topology, strategy, item.state,
+                                                item.notification, item.receivers,
+                                                item.payload, delays)
+        for key in ENGINE_METRICS:
+            columns[key][k] = metrics[key]
+    columns.update(extra_value_columns(extras))
+    return rows_table(identity_columns(cell), columns, n)
 
 
 def _reference_metrics(topology: Any, strategy: Strategy, state: ControlState,

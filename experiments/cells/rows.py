@@ -20,7 +20,7 @@ array per column (a fast path's batch, :mod:`experiments.cells.pipeline`).
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,17 @@ def extra_columns(extra: ExtraMetrics) -> dict[str, Any]:
     out = dict(zip(_EXTRA_NAMES, _extra_values(extra), strict=True))
     if out["link_false_positives"] is None:
         out["link_false_positives"] = EXTRA_COLUMNS["link_false_positives"]
+    return out
+
+
+def extra_value_columns(extras: Sequence[ExtraMetrics]) -> dict[str, list[Any]]:
+    """:func:`extra_columns` of many rows as one list per column (the same values)."""
+    default = EXTRA_COLUMNS["link_false_positives"]
+    out = {name: list(values) for name, values in zip(
+        _EXTRA_NAMES, zip(*map(_extra_values, extras), strict=True) if extras
+        else ([] for _ in _EXTRA_NAMES), strict=True)}
+    out["link_false_positives"] = [default if x is None else x
+                                   for x in out["link_false_positives"]]
     return out
 
 

@@ -39,9 +39,10 @@ equal to the reference).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter, is_not
 from typing import Any, Protocol
 
 import numpy as np
@@ -54,16 +55,17 @@ from sim.dataplanes.content_program import (
     TopologyArrays,
     Unsupported,
     no_net,
+    same_decisions,
     topology_arrays,
 )
 from sim.dataplanes.control_state import ControlState, SwitchConfig
-from sim.dataplanes.delivery import DelayModel, Delivery, SwitchCount
+from sim.dataplanes.delivery import METRIC_KEYS, DelayModel, Delivery, SwitchCount
 from sim.dataplanes.fast_path import Encoder, KernelChoice
 from sim.dataplanes.packet import ETH_HEADER_BYTES, Notification
 from topologies.model import Topology
 
-#: Notifications per kernel call.
-BATCH = 256
+#: Notifications per kernel call (a call costs about 0.1 ms besides its notifications).
+BATCH = 1024
 IMPLS = ("jit", "python")
 #: A switch without rules (no flows: every lookup misses).
 _NO_RULES = SwitchPiece()
@@ -129,6 +131,13 @@ class ContentFamily(Protocol):
 
     def net_keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
         """The reference flows' key of each event (events x 1)."""
+        ...
+
+    def net_to_keys(self, info: ContentState, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds on the reference flows' key as bounds on the table key: ``(lo', hi')``
+        with ``lo <= net_key <= hi`` iff ``lo' <= key <= hi'`` for every event, -1 where
+        there are none (see :func:`~sim.dataplanes.content_program.same_decisions`)."""
         ...
 
 
@@ -207,25 +216,23 @@ class ContentFastPath(KernelChoice):
                 ) -> list[dict[str, Any] | None]:
         """Row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`, then ``extra``: the
         strategy's extra metrics) per notification; None where the reference must run,
-        and for every notification without ``states`` and ``notifications``."""
+        and for every notification without ``states`` and ``notifications``
+        (:meth:`metric_batch` as one dictionary per row)."""
+        return self.metric_batch(publishers, receiver_sets, payload_bytes, states,
+                                 notifications).rows()
+
+    def metric_batch(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                     payload_bytes: int, states: Sequence[ControlState] | None = None,
+                     notifications: Sequence[Notification] | None = None) -> MetricBatch:
+        """:meth:`metrics` as columns (what the cell pipeline builds its rows from)."""
         n = len(publishers)
-        out: list[dict[str, Any] | None] = [None] * n
+        ints = np.zeros((len(_INT_KEYS), n), np.int64)
+        delay_ms = np.zeros(n, np.float64)
+        extras: list[Any] = [None] * n
+        taken = np.zeros(n, bool)
         if states is None or notifications is None:
-            return out
-        # the notifications the kernel takes, by installed state (runs of one state, as
-        # cells and the bench have them, grouped without a lookup per notification)
-        groups: dict[int, list[int]] = {}
-        hosts = self._hosts
-        last: ControlState | None = None
-        idx: list[int] = []
-        for i, (pub, rs, note, state) in enumerate(zip(publishers, receiver_sets, notifications,
-                                                       states, strict=True)):
-            if note.event is None or note.publisher != pub or pub not in hosts or not rs <= hosts:
-                continue
-            if state is not last:
-                last, idx = state, groups.setdefault(id(state), [])
-            idx.append(i)
-        for idx in groups.values():
+            return MetricBatch(ints, delay_ms, extras, taken)
+        for idx in self._groups(publishers, receiver_sets, notifications, states):
             state = states[idx[0]]
             for a in range(0, len(idx), BATCH):
                 part = idx[a:a + BATCH]
@@ -242,21 +249,24 @@ class ContentFastPath(KernelChoice):
                     continue
                 info, m, f = got
                 ok = m[:, walk.ERROR] == walk.OK
-                taken = bool(ok.all())
-                if not taken:
-                    m, f = m[ok], f[ok]
                 counts = np.fromiter(map(len, sets), np.int64, len(sets))
-                extras = self.extras(state, m[:, walk.LINK_FP].tolist(),
-                                     m[:, walk.NETWORK_FP].tolist(),
-                                     f[:, walk.WORST_LATENCY].tolist())
-                rows = _rows(m, f, counts if taken else counts[ok], info.header, payload_bytes,
-                             extras)
-                if taken and hi - lo == len(part):
-                    out[lo:hi] = rows
+                rows: Any
+                if ok.all() and hi - lo == len(part):
+                    rows = slice(lo, hi)
                 else:
-                    for i, row in zip(np.asarray(part)[ok].tolist(), rows, strict=True):
-                        out[i] = row
-        return out
+                    m, f, counts = m[ok], f[ok], counts[ok]
+                    rows = np.asarray(part)[ok]
+                got_extras = self.extras(state, m[:, walk.LINK_FP].tolist(),
+                                         m[:, walk.NETWORK_FP].tolist(),
+                                         f[:, walk.WORST_LATENCY].tolist())
+                _fill(ints, delay_ms, rows, m, f, counts, info.header, payload_bytes)
+                taken[rows] = True
+                if isinstance(rows, slice):
+                    extras[rows] = got_extras
+                else:
+                    for i, x in zip(rows.tolist(), got_extras, strict=True):
+                        extras[i] = x
+        return MetricBatch(ints, delay_ms, extras, taken)
 
     def delivery(self, state: ControlState, notification: Notification,
                  receivers: frozenset[str], payload: bytes) -> Delivery | None:
@@ -293,6 +303,37 @@ class ContentFastPath(KernelChoice):
         return out
 
     # -- internals ----------------------------------------------------------------------
+    def _groups(self, publishers: Sequence[str], receiver_sets: Sequence[frozenset[str]],
+                notifications: Sequence[Notification], states: Sequence[ControlState]
+                ) -> Iterable[Sequence[int]]:
+        """The notifications the kernel takes (:meth:`_takes`), by installed state in order
+        of first use, each state's in order. One state for all of them and all taken (as
+        the bench and cells without churn have them): checked at once, without a Python
+        step per notification."""
+        n = len(publishers)
+        if len(receiver_sets) != n or len(notifications) != n or len(states) != n:
+            raise ValueError("publishers, receiver sets, notifications and states differ "
+                             "in length")
+        hosts = self._hosts
+        ids = list(map(id, states))
+        if (n and ids.count(ids[0]) == n
+                and all(map(is_not, map(_event, notifications), repeat(None)))
+                and hosts.issuperset(publishers)
+                and hosts.issuperset(chain.from_iterable(receiver_sets))
+                and list(map(_publisher, notifications)) == list(publishers)):
+            return [range(n)]
+        groups: dict[int, list[int]] = {}
+        last: ControlState | None = None
+        idx: list[int] = []
+        for i, (pub, rs, note, state) in enumerate(zip(publishers, receiver_sets, notifications,
+                                                       states, strict=True)):
+            if note.event is None or note.publisher != pub or pub not in hosts or not rs <= hosts:
+                continue
+            if state is not last:
+                last, idx = state, groups.setdefault(id(state), [])
+            idx.append(i)
+        return groups.values()
+
     def _takes(self, pub: str, receivers: frozenset[str], note: Notification) -> bool:
         return (note.event is not None and pub in self._hosts and receivers <= self._hosts
                 and note.publisher == pub)
@@ -335,7 +376,10 @@ class ContentFastPath(KernelChoice):
                     if piece is None:
                         piece = self._pieces.put(nkey, fam.net_piece(flows, info))
                     net_pieces.append(piece)
-                net = Program(self.arrays, net_pieces, 1).net_args()
+                reference = Program(self.arrays, net_pieces, 1)
+                same = same_decisions(self.arrays, program, reference,
+                                      lambda lo, hi: fam.net_to_keys(info, lo, hi))
+                net = reference.net_args(same)
         except Unsupported:
             return None
         return info, program, net
@@ -393,26 +437,73 @@ class ContentFastPath(KernelChoice):
         return self._trace
 
 
-def _rows(m: np.ndarray, f: np.ndarray, n_receivers: np.ndarray, header: tuple[int, int, int],
-          payload_bytes: int, extras: list[Any]) -> list[dict[str, Any]]:
-    """The row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS`, then ``extra``) of
-    notifications from the kernel's columns (``m``, ``f``: their rows of ``out_m``,
-    ``out_f``), their receiver counts and extra metrics, one state's ``header``, column
-    by column."""
+_event = attrgetter("event")
+_publisher = attrgetter("publisher")
+
+
+#: The integer row metrics (:data:`~sim.dataplanes.delivery.METRIC_KEYS` but the delay),
+#: in order: the rows of :class:`MetricBatch`'s ``ints``.
+_INT_KEYS = tuple(k for k in METRIC_KEYS if k != "delay_worst_ms")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MetricBatch:
+    """Row metrics of notifications as columns (:meth:`ContentFastPath.metric_batch`).
+
+    Attributes
+    ----------
+    ints : numpy.ndarray
+        One row per integer metric (``_INT_KEYS``, :data:`~sim.dataplanes.delivery.METRIC_KEYS`
+        order without ``delay_worst_ms``), one column per notification (0 where not taken).
+    delay_ms : numpy.ndarray
+        ``delay_worst_ms`` per notification.
+    extras : list
+        The strategy's extra metrics per notification (None where not taken).
+    taken : numpy.ndarray
+        Whether the fast path computed the notification (False: the reference must run).
+    """
+
+    ints: np.ndarray
+    delay_ms: np.ndarray
+    extras: list[Any]
+    taken: np.ndarray
+
+    def column(self, key: str) -> np.ndarray:
+        """The values of row metric ``key`` (:data:`~sim.dataplanes.delivery.METRIC_KEYS`)."""
+        return self.delay_ms if key == "delay_worst_ms" else self.ints[_INT_KEYS.index(key)]
+
+    def rows(self) -> list[dict[str, Any] | None]:
+        """One dictionary per notification (:data:`~sim.dataplanes.delivery.METRIC_KEYS`,
+        then ``extra``), None where not taken."""
+        columns = zip(*self.ints.tolist(), self.delay_ms.tolist(), self.extras,
+                      self.taken.tolist(), strict=True)
+        return [{
+            "delivered": d, "false_positives": fp, "false_negatives": fn, "duplicates": dup,
+            "header_entries": he, "header_bytes": hb, "packets_sent": ps_, "frames": fr,
+            "bytes": by, "passes": ps, "recirculations": rc, "lookups": lk,
+            "circulations_simplified": cs, "max_switch_passes": mp, "delay_worst_ms": ms,
+            "link_false_positives": w, "extra": x,
+        } if ok else None for d, fp, fn, dup, he, hb, ps_, fr, by, ps, rc, lk, cs, mp, w, ms, x, ok
+            in columns]
+
+
+def _fill(ints: np.ndarray, delay_ms: np.ndarray, rows: Any, m: np.ndarray, f: np.ndarray,
+          n_receivers: np.ndarray, header: tuple[int, int, int], payload_bytes: int) -> None:
+    """Write the row metrics of notifications ``rows`` (a slice or indices) from the kernel's
+    columns (``m``, ``f``: their rows of ``out_m``, ``out_f``), their receiver counts and one
+    state's ``header``."""
     packets, entries, header_bytes = header
     frame = ETH_HEADER_BYTES + header_bytes + payload_bytes
     delivered = m[:, walk.DELIVERED]
     got = m[:, walk.DELIVERED_RECEIVERS]
     frames = m[:, walk.FRAMES]
-    columns = zip(delivered.tolist(), (delivered - got).tolist(), (n_receivers - got).tolist(),
-                  m[:, walk.DUPLICATES].tolist(), frames.tolist(), (frames * frame).tolist(),
-                  m[:, walk.PASSES].tolist(), m[:, walk.LOOKUPS].tolist(),
-                  m[:, walk.MAX_PASSES].tolist(), (f[:, walk.WORST_ARRIVAL] * 1e3).tolist(),
-                  m[:, walk.WASTE].tolist(), extras, strict=True)
-    return [{
-        "delivered": d, "false_positives": fp, "false_negatives": fn, "duplicates": dup,
-        "header_entries": entries, "header_bytes": header_bytes, "packets_sent": packets,
-        "frames": fr, "bytes": by, "passes": ps, "recirculations": 0, "lookups": lk,
-        "circulations_simplified": 0, "max_switch_passes": mp, "delay_worst_ms": ms,
-        "link_false_positives": w, "extra": x,
-    } for d, fp, fn, dup, fr, by, ps, lk, mp, ms, w, x in columns]
+    for key, values in (
+            ("delivered", delivered), ("false_positives", delivered - got),
+            ("false_negatives", n_receivers - got), ("duplicates", m[:, walk.DUPLICATES]),
+            ("header_entries", entries), ("header_bytes", header_bytes),
+            ("packets_sent", packets), ("frames", frames), ("bytes", frames * frame),
+            ("passes", m[:, walk.PASSES]), ("lookups", m[:, walk.LOOKUPS]),
+            ("max_switch_passes", m[:, walk.MAX_PASSES]),
+            ("link_false_positives", m[:, walk.WASTE])):
+        ints[_INT_KEYS.index(key), rows] = values
+    delay_ms[rows] = f[:, walk.WORST_ARRIVAL] * 1e3

@@ -446,16 +446,88 @@ class Program:
                     np.array(spans[2], i64), ms_st, ms_next, nst, leaf_base,
                     np.concatenate(leaf) if leaf else np.full(1, -1, i64))
 
-    def net_args(self) -> tuple:  # type: ignore[type-arg]
+    def net_args(self, same: np.ndarray) -> tuple:  # type: ignore[type-arg]
         """This program as reference flows for the kernel's ``net`` argument (one key field,
-        no Camus parts)."""
+        no Camus parts; the field's bounds as contiguous 1-D arrays, which the kernel
+        indexes without a stride); ``same``: :func:`same_decisions` of the installed
+        program and this one."""
         kind, seg, seg_start, lo, hi, mask, value, r_act = self.rules
         act_start, act_port, _, _ = self.actions
-        return (1, seg, seg_start, lo, hi, mask, value, r_act, act_start, act_port)
+        lo, hi, mask, value = (np.ascontiguousarray(x[:, 0]) for x in (lo, hi, mask, value))
+        return (1, seg, seg_start, lo, hi, mask, value, r_act, act_start, act_port, same)
 
 
 def no_net(arrays: TopologyArrays) -> tuple:  # type: ignore[type-arg]
     """The kernel's ``net`` argument when there are no reference flows."""
     z = np.zeros(1, np.int64)
-    zz = np.zeros((0, 1), np.int64)
-    return (0, np.full(arrays.n_slots, -1, np.int64), z, zz, zz, zz, zz, z, z, z)
+    zz = np.zeros(0, np.int64)
+    return (0, np.full(arrays.n_slots, -1, np.int64), z, zz, zz, zz, zz, z, z, z,
+            np.zeros(arrays.n_slots, np.int64))
+
+
+def _port_multisets(actions: tuple, ok: np.ndarray, ids: dict[tuple[int, ...], int]  # type: ignore[type-arg]
+                    ) -> np.ndarray:
+    """Per action its ports as a multiset, numbered in ``ids`` (shared between programs);
+    -1 where ``ok`` is 0."""
+    act_start, act_port = actions[0], actions[1]
+    ports = act_port.tolist()
+    bounds = act_start.tolist()
+    out = np.full(len(bounds) - 1, -1, np.int64)
+    for a in range(len(bounds) - 1):
+        if ok[a]:
+            out[a] = ids.setdefault(tuple(sorted(ports[bounds[a]:bounds[a + 1]])), len(ids))
+    return out
+
+
+def same_decisions(arrays: TopologyArrays, installed: Program, reference: Program,
+                   to_keys: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+                   ) -> np.ndarray:
+    """Per slot 1 where the reference flows (``reference``, one field keyed by the kernel's
+    ``net_keys``) send every event arriving on that ingress slot to the same ports, as a
+    multiset, as the installed rules (``installed``, keyed by ``keys``); 0 where that is
+    not shown (host slots included).
+
+    Shown rule by rule: a switch of one table (kind 0) whose one-field segment of the
+    slot has as many rules as the reference's, each rule ``i`` matching exactly the
+    events reference rule ``i`` matches (``to_keys(lo, hi)``: the reference bounds as
+    key bounds such that ``lo <= net_key <= hi`` iff ``lo' <= key <= hi'``, -1 where no
+    such bounds exist; no masks) and sending to the same ports (no Camus up port, no
+    action that raises); or neither has a segment (both miss). Then the first match is
+    rule ``i`` in both or in neither, so the reference walk crosses the links the
+    installed walk crosses (:mod:`sim.dataplanes.content_walk`, network false positives).
+    """
+    n_slots = arrays.n_slots
+    same = np.zeros(n_slots, np.int64)
+    kind, seg, seg_start, lo, hi, mask, value, r_act = installed.rules
+    _, n_seg, n_seg_start, n_lo, n_hi, n_mask, n_value, n_act = reference.rules
+    if lo.shape[1] != 1 or n_lo.shape[1] != 1:
+        return same
+    node = arrays.slot_node
+    switch = node < arrays.n_switches
+    one_table = np.zeros(n_slots, bool)
+    one_table[switch] = kind[node[switch]] == 0
+    both_miss = (seg < 0) & (n_seg < 0)
+    both = (seg >= 0) & (n_seg >= 0)
+    g, gn = np.where(both, seg, -1), np.where(both, n_seg, -1)  # -1: in range, unused
+    size = seg_start[g + 1] - seg_start[g]
+    alike = both & (size == n_seg_start[gn + 1] - n_seg_start[gn])
+    # the rule pairs of the slots whose segments are equally long
+    slots = np.flatnonzero(alike)
+    counts = size[slots]
+    pair_slot = np.repeat(slots, counts)
+    within = np.arange(len(pair_slot)) - np.repeat(np.cumsum(counts) - counts, counts)
+    mi = seg_start[g[pair_slot]] + within
+    ni = n_seg_start[gn[pair_slot]] + within
+    key_lo, key_hi = to_keys(n_lo[ni, 0], n_hi[ni, 0])
+    ids: dict[tuple[int, ...], int] = {}
+    act_ok = (installed.actions[2] == 0) & (installed.actions[3] == 0)
+    main_ports = _port_multisets(installed.actions, act_ok, ids)
+    ref_ports = _port_multisets(reference.actions, np.ones(len(reference.actions[0]) - 1, bool),
+                                ids)
+    mp, rp = main_ports[r_act[mi]], ref_ports[n_act[ni]]
+    rule_alike = ((lo[mi, 0] == key_lo) & (hi[mi, 0] == key_hi) & (key_lo >= 0)
+                  & (mask[mi, 0] == 0) & (value[mi, 0] == 0) & (n_mask[ni, 0] == 0)
+                  & (n_value[ni, 0] == 0) & (mp >= 0) & (mp == rp))
+    unlike = np.bincount(pair_slot[~rule_alike], minlength=n_slots)
+    same[one_table & (both_miss | (alike & (unlike == 0)))] = 1
+    return same

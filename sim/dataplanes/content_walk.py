@@ -32,8 +32,10 @@ the content filters' own link false positives (frames off the routing
 tree's paths to the receivers, or, ``walked``, crossings from which no
 receiver was reached), seed 001's network false positives (frames on links
 a second walk over reference flows, the unlimited PLEROMA flows, does not
-cross; :func:`strategies.prefix_filter.pleroma_global.emulate_links`) and
-the worst receiver's summed lookup latency along the routing tree.
+cross; :func:`strategies.prefix_filter.pleroma_global.emulate_links`; skipped,
+with none found, when every slot the first walk passed has reference flows
+that decide as the installed rules, see ``net``) and the worst receiver's
+summed lookup latency along the routing tree.
 
 Plain Python that numba compiles (:func:`jit_kernel`, ``impl="jit"``);
 ``impl="python"`` runs it interpreted (``STACKCAST_NO_JIT=1``, or no numba).
@@ -166,9 +168,13 @@ def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[t
     parent : the routing tree over all nodes, each node's parent (-1 at the root).
     rules, acts, camus, bdd : the installed tables compiled by
         :class:`sim.dataplanes.content_program.Program` (its ``kernel_args``).
-    net : (on, seg, seg_start, lo, hi, mask, value, r_act, act_start, act_port)
-        Reference flows for the network false positives, keyed by ``net_keys``
-        (``on`` = 0: the network false positives are the link false positives).
+    net : (on, seg, seg_start, lo, hi, mask, value, r_act, act_start, act_port, same)
+        Reference flows for the network false positives, keyed by ``net_keys`` (one
+        field: ``lo`` ... ``value`` are 1-D; ``on`` = 0: the network false positives
+        are the link false positives). ``same[slot]`` = 1 where the reference flows
+        of the ingress slot send every event to the same ports as the installed
+        rules (:func:`sim.dataplanes.content_program.same_decisions`): a walk that
+        passes only such slots needs no second walk (no network false positives).
     lat : lookup latency of each switch (us)
     notes : (pubs, pub_slot, keys, net_keys, hashes, rcv, rcv_start)
         Per notification the publisher, its access slot, the table keys (one row),
@@ -192,7 +198,7 @@ def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[t
     act_start, act_port, act_up, act_bad = acts
     came_down, ecmp_start, ecmp_port = camus
     (net_on, n_seg, n_seg_start, n_lo, n_hi, n_msk, n_val, n_act, n_act_start,
-     n_act_port) = net
+     n_act_port, n_same) = net
     pubs, pub_slot, keys, net_keys, hashes, rcv, rcv_start = notes
     feed_s, switch_s, pass_s = delays
     delivered, is_rcv, visits, useful, stamp = (scratch[0], scratch[1], scratch[2],
@@ -224,6 +230,7 @@ def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[t
         passes = lookups = max_passes = drops = 0
         n_delivered = got = dups = 0
         worst = 0.0
+        folded = net_on  # every pass so far at a slot whose reference flows decide alike
         while head < nc:
             k = head
             head += 1
@@ -244,6 +251,8 @@ def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[t
                 continue
             insl = slot_back[c_slot[k]]
             passes += 1
+            if n_same[insl] == 0:
+                folded = 0
             visits[v] += 1
             if visits[v] > max_passes:
                 max_passes = visits[v]
@@ -363,7 +372,13 @@ def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[t
                         link_fp += 1
             # -- network false positives: frames on links the reference flows do not cross
             network_fp = link_fp
-            if net_on:
+            if folded and passes <= depth_cap:
+                # the reference flows decide as the installed ones wherever this walk
+                # passed: their walk crosses exactly this walk's links (and its stack,
+                # one entry per pass at most, cannot overflow), so every frame is on one
+                network_fp = 0
+            elif net_on:
+                nk = net_keys[b, 0]
                 marked[slot_pair[s0]] = 1
                 net_list[0] = slot_pair[s0]
                 nm = 1
@@ -376,10 +391,8 @@ def walk_kernel(topo: tuple, parent: np.ndarray, rules: tuple,  # type: ignore[t
                     r = -1  # the first reference flow matching (one field)
                     g = n_seg[insl]
                     if g >= 0:
-                        nk = net_keys[b, 0]
                         for q in range(n_seg_start[g], n_seg_start[g + 1]):
-                            if (n_lo[q, 0] <= nk <= n_hi[q, 0]
-                                    and (nk & n_msk[q, 0]) == n_val[q, 0]):
+                            if n_lo[q] <= nk <= n_hi[q] and (nk & n_msk[q]) == n_val[q]:
                                 r = q
                                 break
                     if r < 0:

@@ -59,3 +59,7 @@ class KundelFamily:
 
     def net_keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
         raise Unsupported("Kundel's table has no reference flows")
+
+    def net_to_keys(self, info: ContentState, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        raise Unsupported("Kundel's table has no reference flows")

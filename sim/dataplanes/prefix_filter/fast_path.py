@@ -193,6 +193,24 @@ class PrefixFamily:
     def net_keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
         return info.event_key.dz_values(values).reshape(-1, 1)
 
+    def net_to_keys(self, info: ContentState, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """dz bounds as address bounds. With ``L`` dz bits of a ``w``-bit field (``L <= w``),
+        an event's key is ``P | dz << (w - L)`` (:meth:`DzKey.addresses`), so for
+        ``0 <= lo <= hi < 2**L``: ``lo <= dz <= hi`` iff ``P | lo << (w - L) <= key <=
+        P | hi << (w - L) | (2**(w - L) - 1)``. -1 elsewhere (``L > w``: the key keeps
+        only the dz's first ``w`` bits)."""
+        key = info.event_key
+        width, prefix, _ = _KEY[key.family]
+        none = np.full(len(lo), -1, np.int64)
+        if key.length > width:
+            return none, none.copy()
+        shift = width - key.length
+        valid = (lo >= 0) & (lo <= hi) & (hi < (1 << key.length))
+        key_lo = np.where(valid, prefix | (lo << shift), -1)
+        key_hi = np.where(valid, prefix | (hi << shift) | ((1 << shift) - 1), -1)
+        return key_lo, key_hi
+
 
 def _check(values: np.ndarray, info: ContentState) -> None:
     if values.ndim != 2 or values.shape[1] != info.event_key.dims:

@@ -66,3 +66,7 @@ class RangeFamily:
 
     def net_keys(self, info: ContentState, values: np.ndarray) -> np.ndarray:
         raise Unsupported("the range filter has no reference flows")
+
+    def net_to_keys(self, info: ContentState, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        raise Unsupported("the range filter has no reference flows")
