@@ -113,11 +113,12 @@ def build_model(topology: str = TOPOLOGY, strategy: str = "switch-port", publish
 
 
 def queue_depth(**model: Any) -> float:
-    """Mean number of pending SimPy events over the events of one (untimed) model run."""
+    """Mean number of pending SimPy events over the events of one (untimed) model run
+    (SimPy's heap and the engine's lane, :mod:`sim.engines.timed.loop`)."""
     env = build_model(**model).env
-    queue, total, steps = env._queue, 0, 0
-    while queue:
-        total += len(queue)
+    total, steps = 0, 0
+    while (pending := env.pending()):
+        total += pending
         steps += 1
         env.step()
     return total / max(steps, 1)

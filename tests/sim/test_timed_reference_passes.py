@@ -8,12 +8,17 @@ calling ``step`` per event). The inlined
 recirculations, ``PassPlan.steps``) and :class:`~sim.engines.timed.loop.TimedEnvironment`
 must give the same run: the same event trace (times and order), records, counts, drops,
 queue metrics and event count, on random networks, loads, strategies and timing
-settings, also when the run stops in the middle (``until``) and under churn.
+settings, also when the run stops in the middle (``until``) and under churn. That
+includes the environment's lane (pass completions in a sorted FIFO beside SimPy's heap,
+plain recirculations completed in the run loop; :mod:`sim.engines.timed.loop`), with
+stepping by hand (``step``, ``peek``) and pass completions that go to the heap instead
+(service times that differ between frames).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from heapq import heappush
 from typing import Any
@@ -132,7 +137,14 @@ def runs(draw: st.DrawFn) -> tuple[object, ...]:
 def run(case: tuple[object, ...]) -> tuple[dict[str, object], type]:
     topo, name, cfg, notes, until = case
     strategy = make_strategy(name)  # type: ignore[arg-type]
-    state = strategy.install(topo, Knowledge())  # type: ignore[arg-type]
+    knowledge = Knowledge()
+    if strategy.scope == "receivers":  # "tree": one stored tree per receiver set published
+        sets: dict[str, set[frozenset[str]]] = {}
+        for _, pub, receivers in notes:  # type: ignore[attr-defined]
+            sets.setdefault(pub, set()).add(frozenset(receivers) - {pub})
+        knowledge = Knowledge(receiver_sets={p: tuple(sorted(r, key=sorted))
+                                             for p, r in sets.items()})
+    state = strategy.install(topo, knowledge)  # type: ignore[arg-type]
     engine = TimedEngine(topo, strategy, state, cfg, payload_bytes=20,  # type: ignore[arg-type]
                          trace=True)
     for t, pub, receivers in notes:  # type: ignore[attr-defined]
@@ -148,6 +160,8 @@ def test_inlined_passes_and_run_loop_give_the_reference_run(case):
         want, ref_type = run(case)
     assert (env_type, ref_type) == (TimedEnvironment, simpy.Environment)  # not vacuous
     assert got == want
+    times = [event[0] for event in got["trace"]]  # type: ignore[union-attr]
+    assert times == sorted(times)
 
 
 def test_a_run_stopped_at_until_goes_on_like_the_reference():
@@ -186,3 +200,55 @@ def test_cells_under_churn_equal_the_reference(seed, strategy, buffer):
     with reference():
         want = summary(simulate_cell(cell, trace=True)[1])
     assert got == want
+
+
+def test_a_run_stepped_by_hand_equals_the_reference():
+    """``step`` and ``peek`` take the lane into account: stepping until nothing is left
+    is the run."""
+    topo = random_topology(7, 4, seed=11)
+    out = []
+    for ref in (False, True):
+        with reference() if ref else contextlib.nullcontext():
+            strategy = make_strategy("hops")
+            engine = TimedEngine(topo, strategy, strategy.install(topo, Knowledge()),
+                                 TimedConfig(pass_s=US, feed_in_s=US), trace=True)
+            for k in range(10):
+                pub = topo.hosts[k % 7]
+                engine.publish_at(k * US / 2, pub, frozenset(topo.hosts) - {pub})
+            env, peeks = engine.env, []
+            while env.peek() != float("inf"):
+                peeks.append(env.peek())
+                env.step()
+                assert env.now == peeks[-1]
+            out.append((summary(engine.result()), peeks))
+    assert out[0] == out[1]
+    assert len(out[0][1]) > 100
+
+
+def test_pass_completions_go_to_the_lane_and_to_the_heap_like_the_reference(monkeypatch):
+    """Service times that differ between frames (lookup time per table entry) send
+    some pass completions to SimPy's heap (they would come due before the lane's last);
+    the run is still the reference run, and both ways were taken."""
+    counts = {"lane": 0, "heap": 0, "heap from the loop": 0}
+    schedule = Pipeline._schedule
+
+    def counting(self, at):
+        lane = self._lane
+        if lane is not None:  # not the reference run
+            fits = not lane or at >= lane[-1][0]
+            counts["lane" if fits else "heap"] += 1
+            if not fits and sys._getframe(1).f_code.co_name == "_loop":
+                counts["heap from the loop"] += 1  # after a plain recirculation
+        schedule(self, at)
+
+    monkeypatch.setattr(Pipeline, "_schedule", counting)
+    topo = random_topology(9, 6, seed=3, hosts=2)
+    cfg = TimedConfig(pass_s=US, lookup_model="linear", pipelines=1, feed_in_s=US)
+    notes = [(k * US, topo.hosts[(3 * k) % len(topo.hosts)], set(topo.hosts))
+             for k in range(14)]
+    got, env_type = run((topo, "hops", cfg, notes, None))
+    with reference():
+        want, _ = run((topo, "hops", cfg, notes, None))
+    assert env_type is TimedEnvironment
+    assert got == want
+    assert min(counts.values()) > 0, counts

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from heapq import heappush
 from typing import Any
 
@@ -72,22 +73,68 @@ class PassPlan:
     whether the data plane gave the DAG (else the sequential-chain fallback);
     ``steps[j]``: ``(children[j], emits[j], plain)``, in one tuple for the
     engine's hot loop, where ``plain`` is the one child of a pass that spawns
-    exactly one pass and sends no copy (a plain recirculation), else -1.
+    exactly one pass and sends no copy (a plain recirculation), else -1;
+    ``plains[j]``: that ``plain`` for the recirculated passes (j >= 1), -1 for pass 0
+    (the engine's short path for plain recirculations reads it and counts a
+    recirculation; pass 0 takes the general path).
     """
 
     children: tuple[tuple[int, ...], ...]
     emits: tuple[tuple[Emit, ...], ...]
     traced: bool
     steps: tuple[Step, ...] = field(init=False, repr=False, compare=False)
+    plains: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "steps", tuple(
-            (c, e, c[0] if len(c) == 1 and not e else -1)
-            for c, e in zip(self.children, self.emits, strict=True)))
+        plains = tuple(c[0] if len(c) == 1 and not e else -1
+                       for c, e in zip(self.children, self.emits, strict=True))
+        object.__setattr__(self, "steps", tuple(zip(self.children, self.emits, plains,
+                                                                strict=True)))
+        object.__setattr__(self, "plains", (-1, *plains[1:]))
+
+    @classmethod
+    def _with_plains(cls, children: tuple[tuple[int, ...], ...],
+                     emits: tuple[tuple[Emit, ...], ...], traced: bool,
+                     plains: tuple[int, ...]) -> PassPlan:
+        """The plan whose ``steps[j][2]`` the caller already worked out (``plains``;
+        as ``__post_init__`` would)."""
+        plan = object.__new__(cls)
+        put = object.__setattr__
+        put(plan, "children", children)
+        put(plan, "emits", emits)
+        put(plan, "traced", traced)
+        put(plan, "steps", tuple(zip(children, emits, plains, strict=True)))
+        put(plan, "plains", (-1, *plains[1:]))
+        return plan
+
+
+@lru_cache(maxsize=4096)
+def _pass_shape(parents: tuple[int, ...], passes: int
+                ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The children of every pass (from the trace ``parents``, else one chain of
+    ``passes``) and, per pass, its child when it has exactly one (else -1)."""
+    n = max(passes, 1)
+    children: list[list[int]] = [[] for _ in range(n)]
+    if parents:
+        if len(parents) != passes or parents[0] != -1:
+            raise EngineError(f"inconsistent pass trace {parents} for {passes} passes")
+        for j in range(1, n):
+            p = parents[j]
+            if not 0 <= p < j:
+                raise EngineError(f"inconsistent pass trace {parents} for {passes} passes")
+            children[p].append(j)
+    else:  # one sequential chain
+        for j in range(1, n):
+            children[j - 1].append(j)
+    shape = tuple(map(tuple, children))
+    return shape, tuple(c[0] if len(c) == 1 else -1 for c in shape)
 
 
 def pass_plan(result: PipelineResult) -> PassPlan:
     """The pass DAG of ``result`` (or the documented chain fallback).
+
+    The shape (children per pass) is shared by every result with the same pass
+    trace (:func:`_pass_shape`, cached); only the copies are placed per result.
 
     Raises
     ------
@@ -95,29 +142,23 @@ def pass_plan(result: PipelineResult) -> PassPlan:
         If a recorded trace is inconsistent (wrong length, a parent that is
         not an earlier pass, a copy after a pass that does not exist).
     """
-    n = max(result.passes, 1)
     parents = result.pass_parents
     traced = bool(parents)
-    children: list[list[int]] = [[] for _ in range(n)]
-    if traced:
-        if len(parents) != result.passes or parents[0] != -1:
-            raise EngineError(f"inconsistent pass trace {parents} for {result.passes} passes")
-        for j in range(1, n):
-            p = parents[j]
-            if not 0 <= p < j:
-                raise EngineError(f"inconsistent pass trace {parents} for {result.passes} "
-                                  "passes")
-            children[p].append(j)
-    else:  # one sequential chain
-        for j in range(1, n):
-            children[j - 1].append(j)
+    children, one_child = _pass_shape(parents, result.passes)
+    n = len(children)
+    if not result.emitted:
+        return PassPlan._with_plains(children, ((),) * n, traced, one_child)
     emits: list[list[Emit]] = [[] for _ in range(n)]
     for e in result.emitted:
         after = e.after_pass if traced else min(max(e.depth, 1), n) - 1
         if not 0 <= after < n:
             raise EngineError(f"copy to port {e.port} leaves after pass {after} of {n}")
         emits[after].append(e)
-    return PassPlan(tuple(map(tuple, children)), tuple(map(tuple, emits)), traced)
+    plains = list(one_child)
+    for j, e in enumerate(emits):
+        if e:
+            plains[j] = -1
+    return PassPlan._with_plains(children, tuple(map(tuple, emits)), traced, tuple(plains))
 
 
 # -- FIFO servers --------------------------------------------------------------------
@@ -300,7 +341,7 @@ class EgressPort(FifoServer):
 class _Packet:
     """One arriving frame inside a switch: its plan once the first pass started."""
 
-    __slots__ = ("frame", "in_port", "pipe", "plan", "steps", "service", "recirc_s")
+    __slots__ = ("frame", "in_port", "pipe", "plan", "steps", "plains", "service", "recirc_s")
 
     def __init__(self, frame: Frame, in_port: int, pipe: int) -> None:
         self.frame = frame
@@ -308,6 +349,7 @@ class _Packet:
         self.pipe = pipe
         self.plan: PassPlan | None = None
         self.steps: tuple[Step, ...] = ()  # plan.steps
+        self.plains: tuple[int, ...] = ()  # plan.plains
         self.service: float = 0.0
         #: a pass's time on a recirculation port (RecircPort.service; -1 until asked)
         self.recirc_s: float = -1.0
@@ -320,7 +362,7 @@ class Pipeline(FifoServer):
     time; the data-plane model runs when a frame's first pass starts.
     """
 
-    __slots__ = ("switch", "_sw_name", "_recirculated", "_reenter", "_room")
+    __slots__ = ("switch", "_sw_name", "_recirculated", "_reenter", "_room", "_lane")
 
     def __init__(self, env: simpy.Environment, switch: SwitchNode, index: int,
                  buffer: int | None) -> None:
@@ -334,6 +376,8 @@ class Pipeline(FifoServer):
         #: queue length below which a re-entering pass is not dropped (reenter only)
         self._room: float = (-1 if not self._reenter else
                              float("inf") if buffer is None else buffer)
+        #: the environment's lane (TimedEnvironment.lane; None on a plain SimPy one)
+        self._lane: deque[Any] | None = getattr(env, "lane", None)
 
     def service(self, item: tuple[_Packet, int]) -> float:
         pkt = item[0]
@@ -344,29 +388,60 @@ class Pipeline(FifoServer):
     def done(self, item: tuple[_Packet, int]) -> None:
         self.switch.pass_done(item[0], item[1])
 
+    def _serve(self, now: float, service_s: float) -> None:
+        self._schedule(now + service_s)
+
+    def _schedule(self, at: float) -> None:
+        """The end of the head pass at ``at``: one event keyed as ``env.timeout`` keys
+        it, in the environment's lane (an entry ``(at, NORMAL, id, self)``) when that
+        keeps the lane sorted (:mod:`sim.engines.timed.loop`), else in SimPy's heap."""
+        lane = self._lane
+        if lane is not None and (not lane or at >= lane[-1][0]):
+            lane.append((at, NORMAL, next(self._eid), self))
+        else:
+            wake = self._wake
+            wake.callbacks = self._callbacks
+            heappush(self._heap, (at, NORMAL, next(self._eid), wake))
+
     def _finish(self, _event: Any) -> None:
-        # FifoServer._finish with service, done and SwitchNode.pass_done inlined
-        # (every pass takes this path): the same effects in the same order
+        self._pass_done(self.env._now)
+
+    def _pass_done(self, now: float) -> None:
+        """The head pass completed (:meth:`FifoServer._finish` with :meth:`service`,
+        :meth:`done` and :meth:`SwitchNode.pass_done` inlined: the same effects in the
+        same order). :meth:`TimedEnvironment._loop
+        <sim.engines.timed.loop.TimedEnvironment._loop>` runs the first branch inline."""
         q = self.queue
         pkt, j = q.popleft()
-        children, copies, plain = pkt.steps[j]
-        if j:  # Recorder.recirculated
-            self._recirculated[0] += 1
+        plain = pkt.plains[j]
         if plain >= 0 and len(q) < self._room:
             # a plain recirculation re-enters this pipeline: the queue is as long as
             # before, so the time-weighted occupancy goes on unchanged (no update needed)
+            self._recirculated[0] += 1  # Recorder.recirculated (j >= 1)
             q.append((pkt, plain))
+            self._next(now)
         else:
-            self._branch(pkt, children, copies)
-            if not q:
-                self._busy = False
-                return
-        nxt = q[0][0]
+            self._completed(now, pkt, j)
+
+    def _completed(self, now: float, pkt: _Packet, j: int) -> None:
+        """Pass ``j`` of ``pkt`` completed and is not a plain recirculation that fits
+        (popped from the queue already)."""
+        if j:  # Recorder.recirculated
+            self._recirculated[0] += 1
+        children, copies, _ = pkt.steps[j]
+        self._branch(pkt, children, copies)
+        if self.queue:
+            self._next(now)
+        else:
+            self._busy = False
+
+    def _next(self, now: float) -> None:
+        """Start the pass at the head of the queue (the data plane runs on a frame's
+        first pass) and schedule its end."""
+        nxt = self.queue[0][0]
         if nxt.plan is None:
             self.switch.start(nxt)
-        wake = self._wake
-        wake.callbacks = self._callbacks
-        heappush(self._heap, (self.env._now + nxt.service, NORMAL, next(self._eid), wake))
+        self._schedule(now + nxt.service)
 
     def _branch(self, pkt: _Packet, children: tuple[int, ...], copies: tuple[Emit, ...]
                 ) -> None:
@@ -496,7 +571,7 @@ class SwitchNode:
              for k in range(timed.recirc_ports)] for i in range(timed.pipelines)
         ] if bps is not None else []
         self._cache: dict[tuple[int, Any, int], tuple[SwitchConfig, PipelineResult, PassPlan,
-                                                      Any, float]] = {}
+                                                      Any, Any, float]] = {}
         self._lookup_s: tuple[int, float] = (-1, 0.0)
 
     # -- configuration (the controller writes here) --------------------------------
@@ -540,8 +615,8 @@ class SwitchNode:
             service = self.timed.pass_s + result.lookups / passes * self._lookup_time()
             if len(self._cache) >= _PLAN_CACHE_LIMIT:
                 self._cache.clear()
-            hit = self._cache[key] = (cfg, result, plan, plan.steps, service)
-        _, result, pkt.plan, pkt.steps, pkt.service = hit
+            hit = self._cache[key] = (cfg, result, plan, plan.steps, plan.plains, service)
+        _, result, pkt.plan, pkt.steps, pkt.plains, pkt.service = hit
         self.recorder.processed(self.name, result, nid)
 
     def pass_done(self, pkt: _Packet, j: int) -> None:
