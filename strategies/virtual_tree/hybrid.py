@@ -59,7 +59,7 @@ import numpy as np
 
 from sim.dataplanes.caches import Identity
 from sim.dataplanes.control_state import ControlState, StateBuilder
-from sim.dataplanes.packet import Notification
+from sim.dataplanes.packet import BROADCAST_MAC, Notification, Packet, host_mac
 from sim.dataplanes.seeds import child_rng, stable_seed
 from sim.dataplanes.tree_tables import tree_tables
 from sim.dataplanes.trees import Tree, shortest_path_tree
@@ -71,8 +71,14 @@ from sim.dataplanes.virtual_tree.reference import (
     tree_label,
 )
 from strategies.base import Encoding, Knowledge, Strategy, register_strategy
+from strategies.frame_size import frame_limit
 from strategies.virtual_tree.data_plane import VirtualTreeModel
-from strategies.virtual_tree.hybrid_kernel import EdgeTable, header_labels
+from strategies.virtual_tree.hybrid_kernel import (
+    EdgeTable,
+    header_stack,
+    label_counts,
+    out_labels,
+)
 from strategies.virtual_tree.labels import (
     LabelParams,
     check_receivers,
@@ -307,18 +313,29 @@ class Hybrid(VirtualTreeModel, Strategy):
         check_receivers(pub, receivers)
         if not receivers:
             return Encoding(())
-        info = state.publisher_info
-        entry = info.get("set_trees", {}).get(tree_key(pub, receivers))
+        fmt = self.fmt
+        known = self._known(topology, state, fmt)
+        stored, edges = known.stored, known.edges
+        # the receiver set's stored tree, remembered per state once found (at most one
+        # memo per stored tree of the state)
+        entry = stored.get(("set", pub, receivers))
         if entry is None:
-            entry = info.get("stable_trees", {}).get(pub)
+            info = state.publisher_info
+            entry = info.get("set_trees", {}).get(tree_key(pub, receivers))
+            if entry is not None:
+                stored[("set", pub, receivers)] = entry
+            else:
+                entry = info.get("stable_trees", {}).get(pub)
         if entry is None:
             raise LookupError(f"no stored tree for publisher {pub} and these receivers; install "
                               f"with their receiver set or the publisher's stable subscribers")
-        fmt = self.fmt
-        stable = frozenset(entry["stable"])
         tree_id = entry["tree"]
-        # T' of each stored tree, read once per state (what the controller told the publisher)
-        stored = self.caches.vt_compiled.get_or_make((Identity(state), Identity(topology)), dict)
+        # per entry of this state: the stable set and its node numbers (None: not hosts)
+        got = stored.get(id(entry))
+        if got is None or got[0] is not entry:
+            stable = frozenset(entry["stable"])
+            got = stored[id(entry)] = (entry, stable, _host_nodes(edges.host_gid, stable))
+        _, stable, stable_nodes = got
 
         def definition() -> tuple[list[int], Callable[[], list[list[int]]]]:
             t = stored.get((pub, stable))
@@ -328,41 +345,78 @@ class Hybrid(VirtualTreeModel, Strategy):
                 ("edge labels", (Identity(topology), fmt)), lambda: EdgeLabels(topology, fmt))
             return hybrid_stacks(topology, fmt, pub, receivers, stable, tree_id, t, edge_labels)
 
-        fast = self._kernel_labels(topology, stored, pub, receivers, stable)
-        if fast is None:
+        counts = self._kernel_counts(known, topology, pub, receivers, stable_nodes)
+        if counts is None:
             labels, parts = definition()
         else:
-            rest, used = fast
-            labels = [tree_label(fmt, tree_id), *rest] if used else rest
+            n_stops, n_hops, used = counts
+            tree = tree_label(fmt, tree_id) if used else -1
+            n = n_stops + n_hops + used
+            if n <= fmt.max_entries:
+                header = header_stack(edges, n_stops, n_hops, tree, fmt)
+                if len(header) + len(payload) <= frame_limit(self.params.mtu_bytes,
+                                                             self.params.on_oversize):
+                    # what encode_stacks makes of one packet that fits
+                    return Encoding((Packet(BROADCAST_MAC, host_mac(topology, pub),
+                                            fmt.ethertype, header, payload),),
+                                    header_entries=n)
+            rest = out_labels(edges, n_stops, n_hops)
+            labels = [tree, *rest] if used else rest
 
             def parts() -> list[list[int]]:
                 return definition()[1]()
 
         return encode_stacks(topology, self.params, fmt, notification, payload, labels, parts)
 
-    def _kernel_labels(self, topology: Topology, stored: dict[Any, Any], pub: str,
-                       receivers: frozenset[str], stable: frozenset[str]
-                       ) -> tuple[list[int], bool] | None:
-        """:func:`hybrid_stacks`' labels by :func:`~.hybrid_kernel.header_labels` (without
-        the tree label: whether it leads them), or None where the definition must run."""
-        fmt = self.fmt
-        edges = self.caches.vt_tables.get_or_make(
-            ("edge table", (Identity(topology), fmt)), lambda: EdgeTable(topology, fmt))
-        key = ("nodes", pub, stable)
-        nodes = stored.get(key)
-        if nodes is None:
-            nodes = stored[key] = _host_nodes(edges.host_gid, stable)
-        got = _host_nodes(edges.host_gid, receivers)
-        if nodes is None or got is None:
+    def _known(self, topology: Topology, state: ControlState, fmt: LabelFormat) -> _Known:
+        """What :meth:`encode` reads per state (remembered for the last state, topology,
+        format and caches)."""
+        known = self._last
+        if (known is None or known.state is not state or known.topology is not topology
+                or known.fmt is not fmt or known.caches is not self.caches):
+            caches = self.caches
+            known = self._last = _Known(
+                state, topology, fmt, caches,
+                # T' of each stored tree, read once per state (what the controller told
+                # the publisher)
+                caches.vt_compiled.get_or_make((Identity(state), Identity(topology)), dict),
+                caches.vt_tables.get_or_make(("edge table", (Identity(topology), fmt)),
+                                             lambda: EdgeTable(topology, fmt)),
+                tree_tables(topology, caches))
+        return known
+
+    def _kernel_counts(self, known: _Known, topology: Topology, pub: str,
+                       receivers: frozenset[str], stable_nodes: np.ndarray | None
+                       ) -> tuple[int, int, bool] | None:
+        """:func:`hybrid_stacks`' labels by :func:`~.hybrid_kernel.label_counts` (left in
+        the edge table's buffer), or None where the definition must run."""
+        got = _host_nodes(known.edges.host_gid, receivers)
+        if stable_nodes is None or got is None:
             return None
-        return header_labels(tree_tables(topology, self.caches), edges,
-                             topology.host_switch(pub), got, nodes)
+        return label_counts(known.rows, known.edges, topology.host_switch(pub), got,
+                            stable_nodes)
+
+    _last: _Known | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """:meth:`Hybrid.encode`'s per-state objects: the stored trees' memo, the edge table,
+    the tree tables."""
+
+    state: ControlState
+    topology: Topology
+    fmt: LabelFormat
+    caches: Any
+    stored: dict[Any, Any]
+    edges: EdgeTable
+    rows: Any
 
 
 def _host_nodes(hosts_gid: dict[str, int], hosts: frozenset[str]) -> np.ndarray | None:
     """Node numbers of ``hosts`` (:attr:`~.hybrid_kernel.EdgeTable.host_gid`), or None if one
     is not a host of the topology."""
     try:
-        return np.array(list(map(hosts_gid.__getitem__, hosts)), np.int64)
+        return np.fromiter(map(hosts_gid.__getitem__, hosts), np.int64, len(hosts))
     except KeyError:
         return None

@@ -93,6 +93,9 @@ class EdgeTable:
         self.mark = np.zeros(n, np.int64)
         self.touched = np.zeros(n, np.int64)
         self.out = np.zeros(2 * n, np.int64)
+        #: the header's bytes (:func:`pack_header`): a 4-byte Size field at most, then
+        #: at most ``2 n + 1`` labels of at most 8 bytes
+        self.header = np.zeros(4 + 8 * (2 * n + 1), np.uint8)
 
 
 def hybrid_labels(node: np.ndarray, parent: np.ndarray, pos_of: np.ndarray,
@@ -182,16 +185,43 @@ def kernel() -> Callable[..., Any]:
     return compiled("hybrid_kernel.hybrid_labels", hybrid_labels) or hybrid_labels
 
 
-def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
-                  stable: np.ndarray, run: Callable[..., Any] | None = None
-                  ) -> tuple[list[int], bool] | None:
-    """The stop and hop labels of one notification and whether T' and D share an edge
-    (its tree label then leads the header), or None where the definition must run
-    (a label that does not fit the format, a node the root does not reach).
+def pack_header(out: np.ndarray, n_stops: int, n_hops: int, tree: int, label_bytes: int,
+                size_bytes: int, buf: np.ndarray) -> int:
+    """The header's bytes into ``buf`` (plain Python that numba compiles): the Size field,
+    then the tree label (if ``tree >= 0``), the stop and the hop labels of
+    :func:`hybrid_labels`' ``out``, each big endian (what
+    :meth:`~sim.dataplanes.virtual_tree.codec.LabelFormat.encode` writes); returns how
+    many bytes it wrote. The labels must fit ``label_bytes`` and their count
+    ``size_bytes`` (the caller checks)."""
+    half = out.shape[0] // 2
+    n = n_stops + n_hops + (1 if tree >= 0 else 0)
+    k = 0
+    for b in range(size_bytes - 1, -1, -1):
+        buf[k] = (n >> (8 * b)) & 255
+        k += 1
+    if tree >= 0:
+        for b in range(label_bytes - 1, -1, -1):
+            buf[k] = (tree >> (8 * b)) & 255
+            k += 1
+    for i in range(n_stops + n_hops):
+        label = out[i] if i < n_stops else out[half + i - n_stops]
+        for b in range(label_bytes - 1, -1, -1):
+            buf[k] = (label >> (8 * b)) & 255
+            k += 1
+    return k
 
-    ``receivers`` and ``stable``: node numbers (:attr:`EdgeTable.gid`) of hosts; ``run``:
-    the kernel (default :func:`kernel`; tests pass :func:`hybrid_labels` too).
-    """
+
+def packer() -> Callable[..., Any]:
+    """:func:`pack_header`, compiled where numba is installed (and not disabled)."""
+    return compiled("hybrid_kernel.pack_header", pack_header) or pack_header
+
+
+def label_counts(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
+                 stable: np.ndarray, run: Callable[..., Any] | None = None
+                 ) -> tuple[int, int, bool] | None:
+    """:func:`hybrid_labels` on one notification: how many stop and hop labels it left in
+    ``edges.out`` (until the next call) and whether T' and D share an edge, or None where
+    the definition must run (see :func:`header_labels`)."""
     if not edges.valid:
         return None
     r = rows.gid[root]
@@ -204,5 +234,38 @@ def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.n
         edges.touched, edges.out)
     if status != OK:
         return None
+    return n_stops, n_hops, bool(used)
+
+
+def out_labels(edges: EdgeTable, n_stops: int, n_hops: int) -> list[int]:
+    """The stop then hop labels :func:`label_counts` left in ``edges.out``."""
     out, half = edges.out, len(edges.mark)
-    return out[:n_stops].tolist() + out[half:half + n_hops].tolist(), bool(used)
+    return out[:n_stops].tolist() + out[half:half + n_hops].tolist()
+
+
+def header_stack(edges: EdgeTable, n_stops: int, n_hops: int, tree: int, fmt: LabelFormat,
+                 pack: Callable[..., Any] | None = None) -> bytes:
+    """The stack of ``[tree] + stops + hops`` (:func:`label_counts`; ``tree`` < 0: none)
+    as :meth:`~sim.dataplanes.virtual_tree.codec.LabelFormat.encode` makes it; the
+    caller checks that the count fits the Size field. ``pack``: :func:`pack_header`
+    (default: :func:`packer`)."""
+    n = (pack or packer())(edges.out, n_stops, n_hops, tree, fmt.label_bytes,
+                           fmt.size_bytes, edges.header)
+    return edges.header[:n].tobytes()
+
+
+def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
+                  stable: np.ndarray, run: Callable[..., Any] | None = None
+                  ) -> tuple[list[int], bool] | None:
+    """The stop and hop labels of one notification and whether T' and D share an edge
+    (its tree label then leads the header), or None where the definition must run
+    (a label that does not fit the format, a node the root does not reach).
+
+    ``receivers`` and ``stable``: node numbers (:attr:`EdgeTable.gid`) of hosts; ``run``:
+    the kernel (default :func:`kernel`; tests pass :func:`hybrid_labels` too).
+    """
+    got = label_counts(rows, edges, root, receivers, stable, run)
+    if got is None:
+        return None
+    n_stops, n_hops, used = got
+    return out_labels(edges, n_stops, n_hops), used

@@ -11,6 +11,8 @@ as with the definition alone, split packets included; where it cannot answer
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -28,8 +30,11 @@ from strategies.virtual_tree.hybrid_kernel import (
     UNREACHABLE,
     EdgeTable,
     header_labels,
+    header_stack,
     hybrid_labels,
     kernel,
+    pack_header,
+    packer,
 )
 
 FMT = LabelFormat()
@@ -90,12 +95,81 @@ def test_encode_equals_the_definition_alone(case, mtu, label_bits):
             return type(exc).__name__
 
     fast = encode()
-    original = Hybrid._kernel_labels
-    Hybrid._kernel_labels = lambda *a, **k: None  # type: ignore[method-assign]
-    try:
+    with definition_alone():
         assert encode() == fast
+
+
+@contextmanager
+def definition_alone():
+    """``Hybrid.encode`` without the kernel (the definition only)."""
+    original = Hybrid._kernel_counts
+    Hybrid._kernel_counts = lambda *a, **k: None  # type: ignore[method-assign]
+    try:
+        yield
     finally:
-        Hybrid._kernel_labels = original  # type: ignore[method-assign]
+        Hybrid._kernel_counts = original  # type: ignore[method-assign]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(cases(max_switches=10), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(0, 2), st.booleans(), st.integers(0, 2**16)),
+                min_size=1, max_size=12),
+       st.sampled_from([16, 24, 32, 40]), st.sampled_from([8, 16, 24]),
+       st.sampled_from([90, 1500]))
+def test_one_encoder_over_many_states_equals_the_definition(topos, sends, label_bits,
+                                                            size_bits, mtu):
+    # one strategy (and its per-state memo) over notifications of several topologies
+    # and states, stable subscribers known or drawn per receiver set (ratio), against
+    # a fresh strategy with the definition alone
+    params = {"mtu_bytes": mtu, "on_oversize": "split", "label_bits": label_bits,
+              "size_bits": size_bits, "ratio": "50:50"}
+    installed = []
+    for topo, pub, recv, stable in topos:
+        half = frozenset(sorted(recv)[:len(recv) // 2 + 1])  # a second set, its own T'
+        knows = [Knowledge(stable={pub: stable}),
+                 Knowledge(receiver_sets={pub: (recv, half)} if recv else {})]
+        installed.append([(topo, pub, recv, k) for k in knows])
+    strategy = make_strategy("hybrid", params)
+    states = {}
+
+    def encode(s, i, which, pick):
+        topo, pub, recv, know = installed[i][which]
+        if (i, which) not in states:  # the state is made once
+            states[i, which] = make_strategy("hybrid", params).install(topo, know)
+        if which == 0 and pick and recv:  # a receiver subset under the same T'
+            recv = frozenset(sorted(recv)[:1 + pick % len(recv)])
+        if which == 1 and pick % 2 and recv:  # the second receiver set
+            recv = frozenset(sorted(recv)[:len(recv) // 2 + 1])
+        note = Notification(pick, pub)
+        try:
+            return s.encode(topo, states[i, which], note, recv, payload_for(note, 10))
+        except Exception as exc:  # noqa: BLE001 - both must raise the same
+            return type(exc).__name__
+
+    for i, which, pick in sends:
+        i %= len(installed)
+        fast = encode(strategy, i, int(which), pick)
+        with definition_alone():
+            assert encode(make_strategy("hybrid", params), i, int(which), pick) == fast
+
+
+@pytest.mark.parametrize("pack", [pack_header, packer()])
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([8, 16, 24, 32, 48, 56]), st.sampled_from([8, 16, 24, 32]),
+       st.data())
+def test_the_header_bytes_are_the_codecs(pack, label_bits, size_bits, data):
+    fmt = LabelFormat(label_bits=label_bits, type_bits=3, size_bits=size_bits)
+    topo = random_topology(6, 3, seed=1)
+    edges = EdgeTable(topo, fmt)
+    half = len(edges.mark)
+    label = st.integers(0, (1 << label_bits) - 1)
+    stops = data.draw(st.lists(label, max_size=half))
+    hops = data.draw(st.lists(label, max_size=half))
+    tree = data.draw(st.one_of(st.just(-1), label))
+    edges.out[:len(stops)] = stops
+    edges.out[half:half + len(hops)] = hops
+    want = fmt.encode(([tree] if tree >= 0 else []) + stops + hops)
+    assert header_stack(edges, len(stops), len(hops), tree, fmt, pack) == want
 
 
 @pytest.mark.parametrize("impl", sorted(IMPLS))
