@@ -316,14 +316,17 @@ class Hybrid(VirtualTreeModel, Strategy):
         fmt = self.fmt
         known = self._known(topology, state, fmt)
         stored, edges = known.stored, known.edges
-        # the receiver set's stored tree, remembered per state once found (at most one
-        # memo per stored tree of the state)
-        entry = stored.get(("set", pub, receivers))
-        if entry is None:
+        # the receiver set's stored tree and the receivers' node numbers (None: not
+        # hosts), remembered per state for the receiver sets it stores a tree of
+        hit = stored.get(("set", pub, receivers))
+        if hit is not None:
+            entry, receiver_nodes = hit
+        else:
             info = state.publisher_info
             entry = info.get("set_trees", {}).get(tree_key(pub, receivers))
+            receiver_nodes = _host_nodes(edges.host_gid, receivers)
             if entry is not None:
-                stored[("set", pub, receivers)] = entry
+                stored[("set", pub, receivers)] = (entry, receiver_nodes)
             else:
                 entry = info.get("stable_trees", {}).get(pub)
         if entry is None:
@@ -345,7 +348,7 @@ class Hybrid(VirtualTreeModel, Strategy):
                 ("edge labels", (Identity(topology), fmt)), lambda: EdgeLabels(topology, fmt))
             return hybrid_stacks(topology, fmt, pub, receivers, stable, tree_id, t, edge_labels)
 
-        counts = self._kernel_counts(known, topology, pub, receivers, stable_nodes)
+        counts = self._kernel_counts(known, topology, pub, receiver_nodes, stable_nodes)
         if counts is None:
             labels, parts = definition()
         else:
@@ -386,15 +389,15 @@ class Hybrid(VirtualTreeModel, Strategy):
         return known
 
     def _kernel_counts(self, known: _Known, topology: Topology, pub: str,
-                       receivers: frozenset[str], stable_nodes: np.ndarray | None
+                       receiver_nodes: np.ndarray | None, stable_nodes: np.ndarray | None
                        ) -> tuple[int, int, bool] | None:
         """:func:`hybrid_stacks`' labels by :func:`~.hybrid_kernel.label_counts` (left in
-        the edge table's buffer), or None where the definition must run."""
-        got = _host_nodes(known.edges.host_gid, receivers)
-        if stable_nodes is None or got is None:
+        the edge table's buffer) from the receivers' and stable subscribers' node
+        numbers (:func:`_host_nodes`), or None where the definition must run."""
+        if stable_nodes is None or receiver_nodes is None:
             return None
-        return label_counts(known.rows, known.edges, topology.host_switch(pub), got,
-                            stable_nodes)
+        return label_counts(known.rows, known.edges, topology.host_switch(pub),
+                            receiver_nodes, stable_nodes)
 
     _last: _Known | None = None
 
