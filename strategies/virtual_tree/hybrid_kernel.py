@@ -17,11 +17,16 @@ label lists in one sorted pass over the marked positions. Labels come from
 :class:`EdgeTable`, every edge's hop and stop label made once per topology
 and format.
 
-:func:`hybrid_labels` is plain Python that numba compiles (:func:`kernel`);
-``STACKCAST_NO_JIT=1`` or no numba runs it interpreted.
-``tests/strategies/test_hybrid_kernel.py`` checks both against
+:func:`pack_header` writes the header's bytes (Size field, tree label, stops,
+hops, big endian) from the labels :func:`hybrid_labels` left in its buffer,
+so the encoder makes no Python list of them.
+
+Both are plain Python that numba compiles (:func:`kernel`, :func:`packer`);
+``STACKCAST_NO_JIT=1`` or no numba runs them interpreted.
+``tests/strategies/test_hybrid_kernel.py`` checks both forms against
 :func:`~strategies.virtual_tree.hybrid.hybrid_stacks` on random topologies,
-receivers and stable sets.
+receivers and stable sets, and :func:`pack_header` against
+:meth:`~sim.dataplanes.virtual_tree.codec.LabelFormat.encode`.
 
 References
 ----------
