@@ -155,8 +155,8 @@ def pass_plan(result: PipelineResult) -> PassPlan:
             raise EngineError(f"copy to port {e.port} leaves after pass {after} of {n}")
         emits[after].append(e)
     plains = list(one_child)
-    for j, e in enumerate(emits):
-        if e:
+    for j, copies in enumerate(emits):
+        if copies:
             plains[j] = -1
     return PassPlan._with_plains(children, tuple(map(tuple, emits)), traced, tuple(plains))
 
