@@ -226,7 +226,8 @@ def label_counts(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.nd
                  ) -> tuple[int, int, bool] | None:
     """:func:`hybrid_labels` on one notification: how many stop and hop labels it left in
     ``edges.out`` (until the next call) and whether T' and D share an edge, or None where
-    the definition must run (see :func:`header_labels`)."""
+    the definition must run (a label that does not fit the format, a node the root
+    does not reach)."""
     if not edges.valid:
         return None
     r = rows.gid[root]
@@ -257,20 +258,3 @@ def header_stack(edges: EdgeTable, n_stops: int, n_hops: int, tree: int, fmt: La
     n = (pack or packer())(edges.out, n_stops, n_hops, tree, fmt.label_bytes,
                            fmt.size_bytes, edges.header)
     return edges.header[:n].tobytes()
-
-
-def header_labels(rows: TreeTables, edges: EdgeTable, root: str, receivers: np.ndarray,
-                  stable: np.ndarray, run: Callable[..., Any] | None = None
-                  ) -> tuple[list[int], bool] | None:
-    """The stop and hop labels of one notification and whether T' and D share an edge
-    (its tree label then leads the header), or None where the definition must run
-    (a label that does not fit the format, a node the root does not reach).
-
-    ``receivers`` and ``stable``: node numbers (:attr:`EdgeTable.gid`) of hosts; ``run``:
-    the kernel (default :func:`kernel`; tests pass :func:`hybrid_labels` too).
-    """
-    got = label_counts(rows, edges, root, receivers, stable, run)
-    if got is None:
-        return None
-    n_stops, n_hops, used = got
-    return out_labels(edges, n_stops, n_hops), used

@@ -1,7 +1,7 @@
 """``hybrid``'s compiled header labels against the definition (``hybrid_stacks``).
 
-:func:`strategies.virtual_tree.hybrid_kernel.header_labels` (compiled and
-interpreted) must give the labels of
+:func:`header_labels` below (``label_counts`` then ``out_labels`` of
+:mod:`strategies.virtual_tree.hybrid_kernel`, compiled and interpreted) must give the labels of
 :func:`strategies.virtual_tree.hybrid.hybrid_stacks` on random topologies (one
 or two hosts per switch), publishers, receivers and stable sets (inside or
 outside the receivers), and ``Hybrid.encode`` the same packets with the kernel
@@ -29,10 +29,11 @@ from strategies.virtual_tree.hybrid_kernel import (
     OK,
     UNREACHABLE,
     EdgeTable,
-    header_labels,
     header_stack,
     hybrid_labels,
     kernel,
+    label_counts,
+    out_labels,
     pack_header,
     packer,
 )
@@ -55,6 +56,16 @@ def cases(draw, max_switches=14):
     stable = frozenset(draw(st.sets(st.sampled_from(pool), max_size=len(pool)))) if pool \
         else frozenset()
     return topo, pub, recv, stable
+
+
+def header_labels(rows, edges, root, receivers, stable, run=None):
+    """The stop and hop labels of one notification and whether its tree label leads them
+    (``label_counts`` then ``out_labels``, as ``Hybrid.encode`` reads them), or None."""
+    got = label_counts(rows, edges, root, receivers, stable, run)
+    if got is None:
+        return None
+    n_stops, n_hops, used = got
+    return out_labels(edges, n_stops, n_hops), used
 
 
 def nodes(edges, hosts):
